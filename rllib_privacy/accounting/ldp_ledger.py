@@ -1,0 +1,346 @@
+"""Ledger of local-DP releases with pure-ε sequential composition per agent.
+
+In the style of Google's dp-accounting: the ledger records *events* (which agent released
+what, through which mechanism, at which ε) and the spent ε is always recomputed from them,
+never stored on its own. Under local DP each agent's guarantee composes only over that
+agent's own releases (basic sequential composition of pure ε-LDP mechanisms); the run's LDP
+guarantee is the worst agent's total, :attr:`LDPLedger.max_epsilon_spent`.
+
+Storage is compact because PGC-A3C may see 100k agents with one release each: release kinds
+``(mechanism, epsilon)`` are interned once, and each agent maps to a kind index (exactly one
+release) or to a ``{kind index: count}`` dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rllib_privacy.errors import BudgetExhaustedError
+from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
+
+__all__ = ["LDPLedger", "per_submission_epsilon"]
+
+_FORMAT = "rllib_privacy.LDPLedger"
+_VERSION = 1
+_STATE_KEYS = frozenset({"format", "version", "epsilon_budget_per_agent", "kinds", "agents"})
+# Relative slack for the budget check, so that e.g. 3 releases of 1/3 fit a budget of 1.
+_BUDGET_RTOL = 1e-9
+
+
+def per_submission_epsilon(total_epsilon: float, submissions_per_agent: int) -> float:
+    """Return the ε of each submission when an agent submits T times (paper §3.2.1).
+
+    By sequential composition, T releases of ``total_epsilon / T`` each cost
+    ``total_epsilon`` in all.
+
+    Args:
+        total_epsilon: The agent's total ε, a number > 0 (``math.inf`` gives ``math.inf``).
+        submissions_per_agent: T, an int >= 1.
+
+    Returns:
+        ``total_epsilon / submissions_per_agent``.
+
+    Raises:
+        ValueError: If ``total_epsilon`` is not a number > 0 or ``submissions_per_agent`` is
+            not an int >= 1.
+
+    """
+    total_epsilon = check_finite_positive("total_epsilon", total_epsilon, allow_inf=True)
+    submissions_per_agent = check_int_in_range(
+        "submissions_per_agent", submissions_per_agent, low=1
+    )
+    return total_epsilon / submissions_per_agent
+
+
+def _encode_epsilon(value: float) -> float | str:
+    return "inf" if math.isinf(value) else value
+
+
+def _decode_epsilon(name: str, value: Any) -> float:
+    if value == "inf":
+        return math.inf
+    if isinstance(value, str):
+        raise ValueError(f"{name} must be a number > 0 or the string 'inf', got {value!r}")
+    return check_finite_positive(name, value)
+
+
+def _within_budget(total: float, budget: float) -> bool:
+    return total <= budget + _BUDGET_RTOL * max(1.0, budget)
+
+
+def _compose(kinds: list[tuple[str, float]], entry: int | dict[int, int]) -> float:
+    """Sequential composition of one agent's releases: Σ count · ε."""
+    if isinstance(entry, int):
+        return kinds[entry][1]
+    return math.fsum(count * kinds[kind][1] for kind, count in entry.items())
+
+
+class LDPLedger:
+    """Releases of ε-LDP mechanisms per agent, with a per-agent budget.
+
+    Args:
+        epsilon_budget_per_agent: The most ε any one agent may spend (sequential
+            composition); ``math.inf`` (default) records without limit.
+
+    Raises:
+        ValueError: If ``epsilon_budget_per_agent`` is not a number > 0.
+
+    Example:
+        >>> ledger = LDPLedger(epsilon_budget_per_agent=1.0)
+        >>> ledger.record("agent-0", 0.5, "laplace")
+        0.5
+        >>> ledger.can_release("agent-0", 0.75)
+        False
+
+    """
+
+    def __init__(self, epsilon_budget_per_agent: float = math.inf) -> None:
+        self._budget = check_finite_positive(
+            "epsilon_budget_per_agent", epsilon_budget_per_agent, allow_inf=True
+        )
+        self._kinds: list[tuple[str, float]] = []
+        self._kind_index: dict[tuple[str, float], int] = {}
+        # agent id -> kind index (exactly one release) or {kind index: count}.
+        self._agents: dict[str, int | dict[int, int]] = {}
+        # Derived from _agents (rebuilt by load_state_dict), kept to answer in O(1):
+        self._kind_totals: list[int] = []
+        self._max_spent = 0.0
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def epsilon_budget_per_agent(self) -> float:
+        """The per-agent ε budget (``math.inf`` when unlimited)."""
+        return self._budget
+
+    def epsilon_spent(self, agent_id: str) -> float:
+        """Return the ε an agent has spent so far (0.0 for an unknown agent)."""
+        entry = self._agents.get(agent_id)
+        return 0.0 if entry is None else _compose(self._kinds, entry)
+
+    def can_release(self, agent_id: str, epsilon: float) -> bool:
+        """Return whether recording a release of ``epsilon`` for the agent fits its budget.
+
+        Args:
+            agent_id: The agent's id.
+            epsilon: ε of the prospective release, a number > 0.
+
+        Returns:
+            True if :meth:`record` would accept it.
+
+        Raises:
+            ValueError: If ``epsilon`` is not a number > 0.
+
+        """
+        epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
+        return _within_budget(self.epsilon_spent(agent_id) + epsilon, self._budget)
+
+    @property
+    def max_epsilon_spent(self) -> float:
+        """The worst agent's composed ε: the LDP guarantee of the run so far (0.0 if empty)."""
+        return self._max_spent
+
+    @property
+    def num_releases(self) -> int:
+        """Total number of recorded releases over all agents."""
+        return sum(self._kind_totals)
+
+    @property
+    def num_agents(self) -> int:
+        """Number of agents with at least one release."""
+        return len(self._agents)
+
+    @property
+    def releases_by_mechanism(self) -> dict[str, int]:
+        """Number of recorded releases per mechanism name."""
+        totals: dict[str, int] = {}
+        for (mechanism, _), count in zip(self._kinds, self._kind_totals, strict=True):
+            totals[mechanism] = totals.get(mechanism, 0) + count
+        return totals
+
+    # ------------------------------------------------------------------ recording
+
+    def record(self, agent_id: str, epsilon: float, mechanism: str) -> float:
+        """Record one ε-LDP release by an agent.
+
+        Args:
+            agent_id: The releasing agent's id, a non-empty string.
+            epsilon: ε of the release, a number > 0 (``math.inf`` for a non-private release,
+                which only an unlimited budget accepts).
+            mechanism: Name of the mechanism (e.g. ``"laplace"``, ``"prs"``), non-empty.
+
+        Returns:
+            The agent's composed ε after this release.
+
+        Raises:
+            ValueError: If an argument is invalid.
+            BudgetExhaustedError: If the release would take the agent over its budget;
+                nothing is recorded then.
+
+        """
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
+        if not isinstance(mechanism, str) or not mechanism:
+            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+        spent = self.epsilon_spent(agent_id)
+        if not _within_budget(spent + epsilon, self._budget):
+            raise BudgetExhaustedError(
+                f"agent {agent_id!r} has spent epsilon={spent!r} of its budget "
+                f"{self._budget!r}; a {mechanism!r} release of epsilon={epsilon!r} would exceed it"
+            )
+        kind = self._kind_index.get((mechanism, epsilon))
+        if kind is None:
+            kind = len(self._kinds)
+            self._kinds.append((mechanism, epsilon))
+            self._kind_index[(mechanism, epsilon)] = kind
+            self._kind_totals.append(0)
+        entry = self._agents.get(agent_id)
+        if entry is None:
+            self._agents[agent_id] = kind
+        else:
+            if isinstance(entry, int):
+                entry = {entry: 1}
+                self._agents[agent_id] = entry
+            entry[kind] = entry.get(kind, 0) + 1
+        self._kind_totals[kind] += 1
+        new_spent = _compose(self._kinds, self._agents[agent_id])
+        self._max_spent = max(self._max_spent, new_spent)
+        return new_spent
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the ledger as plain JSON-able types (infinite values become ``"inf"``).
+
+        Format::
+
+            {"format": "rllib_privacy.LDPLedger", "version": 1,
+             "epsilon_budget_per_agent": float | "inf",
+             "kinds": [[mechanism, epsilon], ...],
+             "agents": {agent_id: [[kind_index, count], ...], ...}}
+
+        """
+        agents: dict[str, list[list[int]]] = {}
+        for agent_id, entry in self._agents.items():
+            if isinstance(entry, int):
+                agents[agent_id] = [[entry, 1]]
+            else:
+                agents[agent_id] = [[kind, count] for kind, count in entry.items()]
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "epsilon_budget_per_agent": _encode_epsilon(self._budget),
+            "kinds": [[mechanism, _encode_epsilon(eps)] for mechanism, eps in self._kinds],
+            "agents": agents,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace this ledger's contents (budget included) with a :meth:`state_dict`.
+
+        The state is fully validated before anything is changed.
+
+        Args:
+            state: A dict produced by :meth:`state_dict` (possibly through JSON).
+
+        Raises:
+            ValueError: If ``state`` is not in that format or is inconsistent (e.g. an agent
+                over the budget).
+
+        """
+        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
+            keys = sorted(state, key=str) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(
+                f"state must be a dict with keys {sorted(_STATE_KEYS)} (from "
+                f"LDPLedger.state_dict()), got {keys}"
+            )
+        if state["format"] != _FORMAT or state["version"] != _VERSION:
+            raise ValueError(
+                f"state format/version must be {_FORMAT!r}/{_VERSION}, "
+                f"got {state['format']!r}/{state['version']!r}"
+            )
+        budget = _decode_epsilon(
+            "state['epsilon_budget_per_agent']", state["epsilon_budget_per_agent"]
+        )
+
+        raw_kinds = state["kinds"]
+        if not isinstance(raw_kinds, list):
+            raise ValueError(f"state['kinds'] must be a list, got {type(raw_kinds).__name__}")
+        kinds: list[tuple[str, float]] = []
+        kind_index: dict[tuple[str, float], int] = {}
+        for position, raw in enumerate(raw_kinds):
+            if not isinstance(raw, list | tuple) or len(raw) != 2:
+                raise ValueError(f"state['kinds'][{position}] must be [mechanism, epsilon]")
+            mechanism, raw_eps = raw
+            if not isinstance(mechanism, str) or not mechanism:
+                raise ValueError(f"state['kinds'][{position}] mechanism must be a non-empty string")
+            kind = (mechanism, _decode_epsilon(f"state['kinds'][{position}] epsilon", raw_eps))
+            if kind in kind_index:
+                raise ValueError(f"state['kinds'][{position}] duplicates {kind!r}")
+            kind_index[kind] = len(kinds)
+            kinds.append(kind)
+
+        raw_agents = state["agents"]
+        if not isinstance(raw_agents, dict):
+            raise ValueError(f"state['agents'] must be a dict, got {type(raw_agents).__name__}")
+        agents: dict[str, int | dict[int, int]] = {}
+        kind_totals = [0] * len(kinds)
+        max_spent = 0.0
+        for agent_id, raw_entry in raw_agents.items():
+            where = f"state['agents'][{agent_id!r}]"
+            if not isinstance(agent_id, str) or not agent_id:
+                raise ValueError(
+                    f"state['agents'] keys must be non-empty strings, got {agent_id!r}"
+                )
+            if not isinstance(raw_entry, list) or not raw_entry:
+                raise ValueError(f"{where} must be a non-empty list of [kind_index, count]")
+            entry: dict[int, int] = {}
+            for pair in raw_entry:
+                if not isinstance(pair, list | tuple) or len(pair) != 2:
+                    raise ValueError(f"{where} must be a non-empty list of [kind_index, count]")
+                kind = check_int_in_range(
+                    f"{where} kind_index", pair[0], low=0, high=len(kinds) - 1
+                )
+                count = check_int_in_range(f"{where} count", pair[1], low=1)
+                if kind in entry:
+                    raise ValueError(f"{where} lists kind_index {kind} twice")
+                entry[kind] = count
+                kind_totals[kind] += count
+            packed: int | dict[int, int] = (
+                next(iter(entry)) if len(entry) == 1 and next(iter(entry.values())) == 1 else entry
+            )
+            spent = _compose(kinds, packed)
+            if not _within_budget(spent, budget):
+                raise ValueError(
+                    f"{where} has spent epsilon={spent!r}, over the state's budget {budget!r}"
+                )
+            agents[agent_id] = packed
+            max_spent = max(max_spent, spent)
+
+        self._budget = budget
+        self._kinds = kinds
+        self._kind_index = kind_index
+        self._agents = agents
+        self._kind_totals = kind_totals
+        self._max_spent = max_spent
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> LDPLedger:
+        """Build a ledger from a :meth:`state_dict` (see :meth:`load_state_dict`)."""
+        ledger = cls()
+        ledger.load_state_dict(state)
+        return ledger
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LDPLedger):
+            return NotImplemented
+        return self.state_dict() == other.state_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (
+            f"LDPLedger(epsilon_budget_per_agent={self._budget!r}, agents={self.num_agents}, "
+            f"releases={self.num_releases}, max_epsilon_spent={self._max_spent!r})"
+        )

@@ -1,0 +1,29 @@
+"""Pure privacy mechanisms (numpy/scipy/torch only; never imports Ray).
+
+Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
+Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3), plus
+:class:`GradientMechanism`, a validated spec that applies either (or none).
+"""
+
+from rllib_privacy.mechanisms.gradient import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
+from rllib_privacy.mechanisms.projected_random_sign import (
+    projected_random_sign,
+    prs_projection_matrix,
+    prs_reduced_dim,
+    prs_sign_probability,
+    randomized_sign,
+)
+
+__all__ = [
+    "MECHANISM_NAMES",
+    "GradientMechanism",
+    "clip_l1",
+    "laplace_gradient",
+    "laplace_noise_scale",
+    "projected_random_sign",
+    "prs_projection_matrix",
+    "prs_reduced_dim",
+    "prs_sign_probability",
+    "randomized_sign",
+]

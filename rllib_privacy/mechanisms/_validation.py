@@ -1,0 +1,182 @@
+"""Argument checks shared by the pure mechanisms and ledgers (no Ray, no torch import).
+
+Every check raises ``ValueError`` (or the ``error`` class passed in, which must be a
+``ValueError`` subclass such as :class:`rllib_privacy.errors.PrivacyConfigError`) with a
+message that names the argument and says what is allowed, e.g.
+``"epsilon must be a finite number > 0, got inf"``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_float64_array",
+    "check_finite_positive",
+    "check_generator",
+    "check_int_in_range",
+    "is_torch_tensor",
+    "restore_kind",
+]
+
+
+def check_finite_positive(
+    name: str, value: Any, *, allow_inf: bool = False, error: type[ValueError] = ValueError
+) -> float:
+    """Check that ``value`` is a real number > 0 (finite unless ``allow_inf``).
+
+    Args:
+        name: Argument name used in the error message.
+        value: The value to check. ``bool`` is rejected even though it is an ``int``.
+        allow_inf: Whether ``math.inf`` is allowed.
+        error: Exception class to raise (a ``ValueError`` subclass).
+
+    Returns:
+        ``value`` as a Python float.
+
+    Raises:
+        ValueError: If the value is not a number, is NaN, is <= 0, or is infinite while
+            ``allow_inf`` is False.
+
+    """
+    allowed = "a number > 0 (math.inf allowed)" if allow_inf else "a finite number > 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise error(f"{name} must be {allowed}, got {value!r}")
+    as_float = float(value)
+    if math.isnan(as_float) or as_float <= 0.0 or (math.isinf(as_float) and not allow_inf):
+        raise error(f"{name} must be {allowed}, got {as_float!r}")
+    return as_float
+
+
+def check_int_in_range(
+    name: str,
+    value: Any,
+    *,
+    low: int,
+    high: int | None = None,
+    error: type[ValueError] = ValueError,
+) -> int:
+    """Check that ``value`` is an integer with ``low <= value <= high``.
+
+    Args:
+        name: Argument name used in the error message.
+        value: The value to check; Python and numpy integers are accepted, ``bool`` and
+            floats (even integral ones such as ``2.0``) are not.
+        low: Smallest allowed value.
+        high: Largest allowed value, or None for no upper bound.
+        error: Exception class to raise (a ``ValueError`` subclass).
+
+    Returns:
+        ``value`` as a Python int.
+
+    Raises:
+        ValueError: If the value is not an integer or lies outside the range.
+
+    """
+    allowed = f"an int >= {low}" if high is None else f"an int in [{low}, {high}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise error(f"{name} must be {allowed}, got {value!r}")
+    as_int = int(value)
+    if as_int < low or (high is not None and as_int > high):
+        raise error(f"{name} must be {allowed}, got {as_int!r}")
+    return as_int
+
+
+def check_generator(rng: Any) -> np.random.Generator:
+    """Return ``rng`` if it is a numpy Generator, a fresh unseeded one if it is None.
+
+    Args:
+        rng: A ``numpy.random.Generator`` or None.
+
+    Returns:
+        The generator to draw from.
+
+    Raises:
+        ValueError: If ``rng`` is anything else (e.g. an int seed or a legacy RandomState).
+
+    """
+    if rng is None:
+        return np.random.default_rng()
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            "rng must be a numpy.random.Generator or None (use np.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def is_torch_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor, without importing torch if nobody else did."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def as_float64_array(name: str, value: Any) -> np.ndarray:
+    """Convert a numpy array, torch tensor or array-like to a validated float64 copy.
+
+    Args:
+        name: Argument name used in error messages.
+        value: Numeric, real-valued data (any shape, at least one entry).
+
+    Returns:
+        A new float64 numpy array with the same shape (never a view of ``value``).
+
+    Raises:
+        ValueError: If ``value`` is empty, not real-valued, or has a NaN or infinite entry.
+
+    """
+    if is_torch_tensor(value):
+        if value.is_complex():
+            raise ValueError(f"{name} must be real-valued, got dtype {value.dtype}")
+        array = value.detach().to(device="cpu", dtype=_torch_float64()).numpy().copy()
+    else:
+        if np.iscomplexobj(value):
+            raise ValueError(f"{name} must be real-valued, got a complex array")
+        try:
+            array = np.array(value, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{name} must be a real-valued numpy array or torch tensor, got {type(value)}"
+            ) from exc
+    if array.size == 0:
+        raise ValueError(f"{name} must have at least one entry, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        bad = int(array.size - np.count_nonzero(np.isfinite(array)))
+        raise ValueError(
+            f"{name} must contain only finite values, got {bad} NaN/inf entries "
+            "(nothing was released)"
+        )
+    return array
+
+
+def restore_kind(result: np.ndarray, like: Any) -> Any:
+    """Return ``result`` as the same kind of container as ``like``.
+
+    Torch tensors come back as tensors with ``like``'s dtype and device (non-floating
+    tensors come back in torch's default float dtype); numpy arrays keep a floating dtype
+    and anything else (integer arrays, lists, scalars) comes back as a float64 array.
+
+    Args:
+        result: The float64 numpy result, same shape as ``like``.
+        like: The original input.
+
+    Returns:
+        The converted result.
+
+    """
+    if is_torch_tensor(like):
+        torch = sys.modules["torch"]
+        dtype = like.dtype if like.is_floating_point() else torch.get_default_dtype()
+        return torch.from_numpy(result).to(device=like.device, dtype=dtype)
+    if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.floating):
+        return result.astype(like.dtype, copy=False)
+    return result
+
+
+def _torch_float64() -> Any:
+    return sys.modules["torch"].float64

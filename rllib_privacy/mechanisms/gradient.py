@@ -1,0 +1,230 @@
+"""A small, validated description of how a gradient is privatized before it leaves an agent.
+
+:class:`GradientMechanism` is what configs and plug-ins hold: it names the mechanism
+(``"laplace"`` = Ono & Takahashi Alg. 2, ``"prs"`` = Alg. 3, ``"none"`` = no privacy) with
+its parameters, checks them once, and applies them with :meth:`GradientMechanism.privatize`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms._validation import (
+    check_finite_positive,
+    check_int_in_range,
+    is_torch_tensor,
+)
+from rllib_privacy.mechanisms.laplace import laplace_gradient
+from rllib_privacy.mechanisms.projected_random_sign import (
+    projected_random_sign,
+    prs_reduced_dim,
+)
+
+__all__ = ["MECHANISM_NAMES", "GradientMechanism"]
+
+GradT = TypeVar("GradT")
+
+MECHANISM_NAMES: tuple[str, ...] = ("laplace", "prs", "none")
+
+_FIELDS = ("name", "epsilon", "clip", "reduced_dim", "debias")
+_INF_STRINGS = ("inf", "infinity")
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientMechanism:
+    """How a gradient is privatized before submission; one call = one release.
+
+    Attributes:
+        name: One of :data:`MECHANISM_NAMES`: ``"laplace"`` (Alg. 2, Laplace noise of scale
+            ``clip/epsilon`` after L1 clipping to ``clip/2``), ``"prs"`` (Alg. 3, projected
+            random sign with projected coordinates clipped to ``[-clip, clip]``) or
+            ``"none"`` (no privacy: the gradient is passed on unchanged).
+        epsilon: ε of one release, a finite number > 0 for ``"laplace"``/``"prs"``; must be
+            ``math.inf`` for ``"none"``.
+        clip: Clipping size C, a finite number > 0 (required but unused for ``"none"``).
+        reduced_dim: PRS only: d̂ (an int >= 1, at most the gradient's size); None uses
+            :func:`~rllib_privacy.mechanisms.prs_reduced_dim`. Must be None otherwise.
+        debias: PRS only: rescale the output to be unbiased when nothing is clipped (see
+            :func:`~rllib_privacy.mechanisms.projected_random_sign`). Must be False otherwise.
+
+    Raises:
+        PrivacyConfigError: (a ``ValueError``) naming the offending field and what is
+            allowed, on construction.
+
+    """
+
+    name: str
+    epsilon: float
+    clip: float
+    reduced_dim: int | None = None
+    debias: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or self.name not in MECHANISM_NAMES:
+            raise PrivacyConfigError(
+                f"name must be one of {', '.join(map(repr, MECHANISM_NAMES))}, got {self.name!r}"
+            )
+        if self.name == "none":
+            if isinstance(self.epsilon, bool) or self.epsilon != math.inf:
+                raise PrivacyConfigError(
+                    "epsilon must be math.inf for name='none' (no privacy), "
+                    f"got {self.epsilon!r}; use name='laplace' or 'prs' for a finite epsilon"
+                )
+            epsilon = math.inf
+        else:
+            epsilon = check_finite_positive("epsilon", self.epsilon, error=PrivacyConfigError)
+        clip = check_finite_positive("clip", self.clip, error=PrivacyConfigError)
+        reduced_dim = self.reduced_dim
+        if reduced_dim is not None:
+            if self.name != "prs":
+                raise PrivacyConfigError(
+                    f"reduced_dim is only allowed with name='prs', got reduced_dim="
+                    f"{reduced_dim!r} with name={self.name!r}; leave it None"
+                )
+            reduced_dim = check_int_in_range(
+                "reduced_dim", reduced_dim, low=1, error=PrivacyConfigError
+            )
+        if not isinstance(self.debias, bool | np.bool_):
+            raise PrivacyConfigError(f"debias must be True or False, got {self.debias!r}")
+        if self.debias and self.name != "prs":
+            raise PrivacyConfigError(
+                f"debias=True is only allowed with name='prs', got name={self.name!r}"
+            )
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "clip", clip)
+        object.__setattr__(self, "reduced_dim", reduced_dim)
+        object.__setattr__(self, "debias", bool(self.debias))
+
+    @property
+    def epsilon_per_release(self) -> float:
+        """ε spent by one :meth:`privatize` call (``math.inf`` for ``"none"``)."""
+        return self.epsilon
+
+    def reduced_dim_for(self, dim: int) -> int:
+        """Return the d̂ PRS uses for a gradient of ``dim`` entries.
+
+        Args:
+            dim: Number of entries of the gradient, an int >= 1.
+
+        Returns:
+            ``reduced_dim`` if set, else ``prs_reduced_dim(epsilon, dim)``.
+
+        Raises:
+            ValueError: If this is not a ``"prs"`` mechanism, ``dim`` is not an int >= 1,
+                or ``reduced_dim`` exceeds ``dim``.
+
+        """
+        if self.name != "prs":
+            raise ValueError(f"reduced_dim_for needs name='prs', got name={self.name!r}")
+        dim = check_int_in_range("dim", dim, low=1)
+        if self.reduced_dim is None:
+            return prs_reduced_dim(self.epsilon, dim)
+        return check_int_in_range("reduced_dim", self.reduced_dim, low=1, high=dim)
+
+    def noise_scale(self, dim: int) -> float:
+        """Return the per-coordinate noise magnitude of one release, for logging.
+
+        ``"laplace"``: the Laplace scale ``clip/epsilon``. ``"prs"``: the magnitude of each
+        released projected coordinate, ``clip`` (``clip/(c·d̂)`` with ``debias``, where
+        ``c = tanh(epsilon/(2·d̂))``). ``"none"``: 0.0.
+
+        Args:
+            dim: Number of entries of the gradient, an int >= 1.
+
+        Returns:
+            The scale, a float >= 0.
+
+        Raises:
+            ValueError: If ``dim`` is not an int >= 1 or is smaller than ``reduced_dim``.
+
+        """
+        dim = check_int_in_range("dim", dim, low=1)
+        if self.name == "laplace":
+            return self.clip / self.epsilon
+        if self.name == "prs":
+            reduced_dim = self.reduced_dim_for(dim)
+            if self.debias:
+                return self.clip / (math.tanh(self.epsilon / (2.0 * reduced_dim)) * reduced_dim)
+            return self.clip
+        return 0.0
+
+    def privatize(self, grad: GradT, rng: np.random.Generator | None = None) -> GradT:
+        """Release ``grad`` through this mechanism.
+
+        Args:
+            grad: numpy array or torch tensor (any shape/float dtype/device).
+            rng: numpy Generator for the noise; None uses a fresh unseeded one.
+
+        Returns:
+            The released gradient, of the same kind, shape, dtype and device as ``grad``.
+            For ``"none"`` a copy of ``grad`` (detached for torch), not validated.
+
+        Raises:
+            ValueError: As :func:`~rllib_privacy.mechanisms.laplace_gradient` or
+                :func:`~rllib_privacy.mechanisms.projected_random_sign`.
+
+        """
+        if self.name == "laplace":
+            return laplace_gradient(grad, epsilon=self.epsilon, clip=self.clip, rng=rng)
+        if self.name == "prs":
+            return projected_random_sign(
+                grad,
+                epsilon=self.epsilon,
+                clip=self.clip,
+                reduced_dim=self.reduced_dim,
+                rng=rng,
+                debias=self.debias,
+            )
+        if is_torch_tensor(grad):
+            return grad.detach().clone()
+        return np.array(grad, copy=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as JSON-able plain types (``epsilon = inf`` becomes ``"inf"``)."""
+        return {
+            "name": self.name,
+            "epsilon": "inf" if math.isinf(self.epsilon) else self.epsilon,
+            "clip": self.clip,
+            "reduced_dim": self.reduced_dim,
+            "debias": self.debias,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GradientMechanism:
+        """Build a mechanism from :meth:`to_dict`'s output (or a config mapping).
+
+        Args:
+            data: Mapping with keys ``name``, ``epsilon``, ``clip`` and optionally
+                ``reduced_dim``, ``debias``. ``epsilon`` may be the string ``"inf"``.
+
+        Returns:
+            The validated mechanism.
+
+        Raises:
+            PrivacyConfigError: If ``data`` is not a mapping, has unknown or missing keys,
+                or a field is invalid.
+
+        """
+        if not isinstance(data, Mapping):
+            raise PrivacyConfigError(
+                f"GradientMechanism.from_dict needs a mapping, got {type(data).__name__}"
+            )
+        unknown = sorted(set(data) - set(_FIELDS), key=str)
+        if unknown:
+            raise PrivacyConfigError(
+                f"unknown GradientMechanism key(s) {unknown}; allowed keys: {list(_FIELDS)}"
+            )
+        missing = [key for key in ("name", "epsilon", "clip") if key not in data]
+        if missing:
+            raise PrivacyConfigError(f"GradientMechanism needs key(s) {missing}")
+        kwargs = dict(data)
+        epsilon = kwargs["epsilon"]
+        if isinstance(epsilon, str) and epsilon.strip().lower() in _INF_STRINGS:
+            kwargs["epsilon"] = math.inf
+        return cls(**kwargs)
