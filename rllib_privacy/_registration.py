@@ -1,0 +1,23 @@
+"""Registers this package's algorithms with Tune and its envs with gymnasium."""
+
+from __future__ import annotations
+
+#: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
+ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C",)
+
+_registered = False
+
+
+def register_all() -> None:
+    """Registers every algorithm and environment of rllib_privacy (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from ray.tune.registry import register_trainable
+
+    from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+    from rllib_privacy.envs import register_envs
+
+    register_envs()
+    register_trainable("LDPA3C", LDPA3C)
+    _registered = True

@@ -1,0 +1,1 @@
+"""RLlib algorithms shipped with rllib_privacy."""

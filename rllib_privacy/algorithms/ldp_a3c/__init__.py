@@ -1,0 +1,7 @@
+"""PGC-A3C (``LDPA3C``): locally private distributed A3C."""
+
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import LDPA3C, LDPA3CConfig
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
+from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
+
+__all__ = ["LDPA3C", "LDPA3CConfig", "LDPA3CEnvRunner", "GradientSubmission"]

@@ -1,0 +1,511 @@
+"""PGC-A3C: A3C whose local agents send only locally private gradients.
+
+Ono & Takahashi, "Locally Private Distributed Reinforcement Learning" (§3, Alg. 1).
+Every submission comes from a local agent (an episode on an EnvRunner, with its
+private environment parameter ψ_n) that computes the A3C gradient, privatizes it
+with the Laplace or projected-random-sign mechanism and sends only the noisy
+gradient and its public score. The aggregator buffers ``max_buffer`` gradients,
+applies θ ← θ − lr·mean(B) and sends θ back with the next request (eq. 22).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES_LIFETIME,
+)
+from typing_extensions import Self
+
+from rllib_privacy.accounting import LDPLedger
+from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
+from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
+from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.utils import metrics as keys
+
+#: Paper defaults of the clipping size C per mechanism (§4, "Hyper Parameters").
+DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "none": 1.0}
+#: Paper defaults of |B| per mechanism (§4.1: buffering helps PRS, hurts Laplace).
+DEFAULT_MAX_BUFFER = {"laplace": 1, "prs": 100, "none": 1}
+ACTION_SELECTIONS = ("epsilon_argmax", "sample")
+AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
+#: Moving-mean window and success threshold of the paper's FST metric (eq. 26).
+SCORE_WINDOW = 10
+
+#: Result keys copied to the top level (Tune's table shows the first four).
+HEADLINE_KEYS = ("score_moving_mean", "epsilon_per_agent", "submissions", "fst")
+
+
+class LDPA3CConfig(AlgorithmConfig):
+    """Configuration of PGC-A3C (``LDPA3C``); defaults are the paper's settings.
+
+    Example::
+
+        config = (
+            LDPA3CConfig()
+            .environment("rllib_privacy/CartPoleGravity-v0")
+            .training(mechanism="laplace", epsilon=5.0)
+            .env_runners(num_env_runners=2)
+        )
+        algo = config.build_algo()
+    """
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        super().__init__(algo_class=algo_class or LDPA3C)
+        from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
+
+        self.env = CARTPOLE_GRAVITY_ENV_ID
+        self.env_runner_cls = LDPA3CEnvRunner
+        self.num_env_runners = 2
+        self.max_requests_in_flight_per_env_runner = 1
+        # Nothing to merge: local agents have no connector state worth syncing.
+        self._dont_auto_sync_env_runner_states = True
+        # Paper §4 "Hyper Parameters".
+        self.lr = 0.5
+        self.gamma = 0.99
+        self.vf_loss_coeff = 0.5
+        self.entropy_coeff = 0.01
+        self.mechanism = "laplace"
+        self.epsilon = 1.0
+        self.clip: float | None = None
+        self.reduced_dim: int | None = None
+        self.debias = False
+        self.max_buffer: int | None = None
+        self.submissions_per_agent = 1
+        self.loss_reduction = "sum"
+        self.aggregator_optimizer = "sgd"
+        self.action_selection = "epsilon_argmax"
+        self.exploration_alpha = 0.5
+        self.exploration_alpha_zero_at = 900
+        self.fst_target_score = 195.0
+        self.submissions_per_iteration = 100
+        self.submissions_per_request = 1
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        mechanism: str = NotProvided,
+        epsilon: float = NotProvided,
+        clip: float | None = NotProvided,
+        reduced_dim: int | None = NotProvided,
+        debias: bool = NotProvided,
+        max_buffer: int | None = NotProvided,
+        submissions_per_agent: int = NotProvided,
+        vf_loss_coeff: float = NotProvided,
+        entropy_coeff: float = NotProvided,
+        loss_reduction: str = NotProvided,
+        aggregator_optimizer: str = NotProvided,
+        action_selection: str = NotProvided,
+        exploration_alpha: float = NotProvided,
+        exploration_alpha_zero_at: int = NotProvided,
+        fst_target_score: float = NotProvided,
+        submissions_per_iteration: int = NotProvided,
+        submissions_per_request: int = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Sets PGC-A3C's training settings (see README "LDPA3C keys").
+
+        Args:
+            mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3) or ``none``.
+            epsilon: Total ε of one local agent (split as ε/T over its T =
+                ``submissions_per_agent`` submissions); ``inf`` = non-private.
+            clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS).
+            reduced_dim: PRS projection size d̂; ``None`` = max{1, min{d, ⌊ε/2.5⌋}}.
+            debias: PRS only: rescale the random signs so E[output] = gradient.
+            max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS).
+            submissions_per_agent: T of the multi-round variant (§3.3).
+            vf_loss_coeff: λ, weight of the value loss.
+            entropy_coeff: β, weight of the entropy bonus.
+            loss_reduction: ``sum`` over the episode (paper) or ``mean``.
+            aggregator_optimizer: ``sgd`` (θ ← θ − lr·mean(B), paper) or ``adam``.
+            action_selection: ``epsilon_argmax`` (paper) or ``sample``.
+            exploration_alpha: α₀ of the random-action schedule.
+            exploration_alpha_zero_at: Submissions after which α reaches 0.
+            fst_target_score: Θ of the first-success-time metric.
+            submissions_per_iteration: Submissions per training iteration.
+            submissions_per_request: Episodes one EnvRunner runs per remote call
+                (all with the same θ; more = faster, staler gradients).
+            **kwargs: Forwarded to ``AlgorithmConfig.training``.
+
+        Returns:
+            This updated config.
+
+        """
+        super().training(**kwargs)
+        for name, value in list(locals().items()):
+            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    @property
+    def effective_clip(self) -> float:
+        """C actually used: ``clip`` or the mechanism's paper default."""
+        return DEFAULT_CLIP.get(self.mechanism, 1.0) if self.clip is None else float(self.clip)
+
+    @property
+    def effective_max_buffer(self) -> int:
+        """|B| actually used: ``max_buffer`` or the mechanism's paper default."""
+        if self.max_buffer is None:
+            return DEFAULT_MAX_BUFFER.get(self.mechanism, 1)
+        return int(self.max_buffer)
+
+    @property
+    def is_private(self) -> bool:
+        """False for the non-private baseline (mechanism none or ε = ∞)."""
+        return self.mechanism != "none" and math.isfinite(float(self.epsilon))
+
+    def get_gradient_mechanism(self) -> GradientMechanism:
+        """The mechanism one submission uses (ε/T per release)."""
+        if not self.is_private:
+            return GradientMechanism(name="none", epsilon=math.inf, clip=self.effective_clip)
+        return GradientMechanism(
+            name=self.mechanism,
+            epsilon=float(self.epsilon) / self.submissions_per_agent,
+            clip=self.effective_clip,
+            reduced_dim=self.reduced_dim,
+            debias=self.debias,
+        )
+
+    @override(AlgorithmConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """The paper's actor-critic network (see LDPA3CTorchRLModule)."""
+        from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_rl_module import (
+            LDPA3CTorchRLModule,
+        )
+
+        return RLModuleSpec(module_class=LDPA3CTorchRLModule)
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        """The torch learner with the A3C loss and gradient privatization."""
+        from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_learner import (
+            LDPA3CTorchLearner,
+        )
+
+        return LDPA3CTorchLearner
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        """Checks PGC-A3C's settings; every message names the key."""
+        super().validate()
+        self.validate_ldp_settings()
+
+    def validate_ldp_settings(self) -> None:
+        """Raises PrivacyConfigError for a bad PGC-A3C setting (no Ray needed)."""
+        _check_choice("mechanism", self.mechanism, MECHANISM_NAMES)
+        _check_choice("loss_reduction", self.loss_reduction, ("sum", "mean"))
+        _check_choice("aggregator_optimizer", self.aggregator_optimizer, AGGREGATOR_OPTIMIZERS)
+        _check_choice("action_selection", self.action_selection, ACTION_SELECTIONS)
+        epsilon = _check_number("epsilon", self.epsilon, low=0.0, allow_inf=True)
+        if self.mechanism == "none" and math.isfinite(epsilon):
+            raise PrivacyConfigError(
+                f"config key 'epsilon' is {epsilon} but mechanism 'none' releases raw "
+                "gradients (epsilon = inf): set epsilon: .inf, or mechanism: laplace or prs"
+            )
+        if self.framework_str != "torch":
+            raise PrivacyConfigError(
+                f"config key 'framework' must be 'torch' for LDPA3C, got {self.framework_str!r}"
+            )
+        if self.clip is not None:
+            _check_number("clip", self.clip, low=0.0)
+        for name in (
+            "submissions_per_agent",
+            "submissions_per_iteration",
+            "submissions_per_request",
+            "exploration_alpha_zero_at",
+        ):
+            _check_int(name, getattr(self, name), low=1)
+        if self.max_buffer is not None:
+            _check_int("max_buffer", self.max_buffer, low=1)
+        if self.reduced_dim is not None:
+            _check_int("reduced_dim", self.reduced_dim, low=1)
+            if self.mechanism != "prs":
+                raise PrivacyConfigError(
+                    "config key 'reduced_dim' only applies to mechanism 'prs', "
+                    f"but mechanism is {self.mechanism!r}"
+                )
+        if self.debias and self.mechanism != "prs":
+            raise PrivacyConfigError(
+                f"config key 'debias' only applies to mechanism 'prs', got {self.mechanism!r}"
+            )
+        _check_number("lr", self.lr, low=0.0)
+        _check_number("gamma", self.gamma, low=0.0, high=1.0, inclusive_low=True)
+        _check_number("vf_loss_coeff", self.vf_loss_coeff, low=0.0, inclusive_low=True)
+        _check_number("entropy_coeff", self.entropy_coeff, low=0.0, inclusive_low=True)
+        _check_number(
+            "exploration_alpha", self.exploration_alpha, low=0.0, high=1.0, inclusive_low=True
+        )
+        _check_number("fst_target_score", self.fst_target_score, low=-math.inf)
+        if self.num_learners > 1:
+            raise PrivacyConfigError(
+                "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
+            )
+        # Builds (and so validates) the mechanism once, before any Ray actor starts.
+        self.get_gradient_mechanism()
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PrivacyConfigError(
+            f"config key '{name}' must be one of {list(allowed)}, got {value!r}"
+        )
+
+
+def _check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float,
+    high: float = math.inf,
+    inclusive_low: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PrivacyConfigError(f"config key '{name}' must be a number, got {value!r}") from None
+    if isinstance(value, bool) or math.isnan(number) or (math.isinf(number) and not allow_inf):
+        raise PrivacyConfigError(f"config key '{name}' must be a finite number, got {value!r}")
+    too_low = number < low if inclusive_low else number <= low
+    if too_low or number > high:
+        bound = f"{'>=' if inclusive_low else '>'} {low}" + (
+            f" and <= {high}" if high < math.inf else ""
+        )
+        raise PrivacyConfigError(f"config key '{name}' must be {bound}, got {value!r}")
+    return number
+
+
+def _check_int(name: str, value: Any, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise PrivacyConfigError(f"config key '{name}' must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+class _ScoreTracker:
+    """Scores in submission order: moving mean μ_n and first success time (eq. 26)."""
+
+    def __init__(self, target: float) -> None:
+        self.target = float(target)
+        self.submissions = 0
+        self.env_steps = 0
+        self.fst: int | None = None
+        self.window: deque[float] = deque(maxlen=SCORE_WINDOW)
+        self.recent: deque[float] = deque(maxlen=100)
+
+    def add(self, score: float, env_steps: int) -> None:
+        self.submissions += 1
+        self.env_steps += env_steps
+        self.window.append(score)
+        self.recent.append(score)
+        if (
+            self.fst is None
+            and len(self.window) == SCORE_WINDOW
+            and float(np.mean(self.window)) >= self.target
+        ):
+            # μ_n covers submissions n..n+9, so it is complete at submission n+9.
+            self.fst = self.submissions - SCORE_WINDOW + 1
+
+    @property
+    def moving_mean(self) -> float:
+        return float(np.mean(self.window)) if self.window else math.nan
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "submissions": self.submissions,
+            "env_steps": self.env_steps,
+            "fst": self.fst,
+            "window": list(self.window),
+            "recent": list(self.recent),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.submissions = int(state["submissions"])
+        self.env_steps = int(state["env_steps"])
+        self.fst = None if state["fst"] is None else int(state["fst"])
+        self.window = deque((float(s) for s in state["window"]), maxlen=SCORE_WINDOW)
+        self.recent = deque((float(s) for s in state["recent"]), maxlen=100)
+
+
+def _flat_weights(learner: Learner) -> np.ndarray:
+    module = learner.module[DEFAULT_MODULE_ID]
+    return torch.nn.utils.parameters_to_vector(module.parameters()).detach().cpu().numpy()
+
+
+def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray) -> np.ndarray:
+    """θ ← optimizer step with mean(B) as the gradient; returns the new flat θ."""
+    module = learner.module[DEFAULT_MODULE_ID]
+    flat = torch.as_tensor(mean_gradient)
+    grads, offset = {}, 0
+    for param in module.parameters():
+        size = param.numel()
+        grads[learner.get_param_ref(param)] = (
+            flat[offset : offset + size].view_as(param).to(param.device, param.dtype)
+        )
+        offset += size
+    learner.apply_gradients(grads)
+    return _flat_weights(learner)
+
+
+class LDPA3C(Algorithm):
+    """PGC-A3C: the aggregator side (training_step) of Ono & Takahashi's Alg. 1."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> LDPA3CConfig:
+        """Returns the paper-default LDPA3CConfig."""
+        return LDPA3CConfig()
+
+    @override(Algorithm)
+    def setup(self, config: LDPA3CConfig) -> None:
+        """Builds EnvRunners and the aggregator learner, then the aggregator state."""
+        super().setup(config)
+        self._weights = self._on_learner(_flat_weights)
+        self._weights_version = 0
+        self._buffer = GradientBuffer(config.effective_max_buffer, self._weights.size)
+        self._ledger = LDPLedger()
+        self._scores = _ScoreTracker(config.fst_target_score)
+        self._num_updates = 0
+        self._mechanism = config.get_gradient_mechanism()
+
+    def _on_learner(self, func: Any, **kwargs: Any) -> Any:
+        """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
+        return next(iter(self.learner_group.foreach_learner(func, **kwargs))).get()
+
+    def _request_kwargs(self) -> dict[str, Any]:
+        return {
+            "weights": self._weights,
+            "weights_version": self._weights_version,
+            "submissions_so_far": self._scores.submissions,
+            "num_submissions": self.config.submissions_per_request,
+        }
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        """Collects ``submissions_per_iteration`` submissions, updating θ as B fills."""
+        start, start_submissions = time.perf_counter(), self._scores.submissions
+        target = start_submissions + self.config.submissions_per_iteration
+        group = self.env_runner_group
+        if group.num_remote_env_runners() == 0:
+            while self._scores.submissions < target:
+                self._receive(self.env_runner.submit_gradients(**self._request_kwargs()))
+        else:
+            while self._scores.submissions < target:
+                # One request in flight per runner (max_requests_in_flight_per_env_runner=1):
+                # runners that are busy are skipped, idle ones get the newest θ.
+                group.foreach_env_runner_async(
+                    "submit_gradients", tag="ldp_submit", kwargs=self._request_kwargs()
+                )
+                for _, submissions in group.fetch_ready_async_reqs(
+                    tags="ldp_submit", timeout_seconds=0.002
+                ):
+                    self._receive(submissions)
+        self._log_metrics(
+            submissions_per_second=(self._scores.submissions - start_submissions)
+            / max(time.perf_counter() - start, 1e-9)
+        )
+
+    def _receive(self, submissions: list[GradientSubmission]) -> None:
+        for submission in submissions:
+            if not isinstance(submission, GradientSubmission):
+                raise TypeError(
+                    f"aggregator accepts only GradientSubmission objects, got {type(submission)}"
+                )
+            self._ledger.record(submission.agent_id, submission.epsilon, submission.mechanism)
+            self._scores.add(submission.score, submission.env_steps)
+            mean_gradient = self._buffer.add(submission.gradient)
+            if mean_gradient is not None:
+                self._weights = self._on_learner(_apply_mean_gradient, mean_gradient=mean_gradient)
+                self._weights_version += 1
+                self._num_updates += 1
+
+    def _log_metrics(self, *, submissions_per_second: float) -> None:
+        scores, ledger = self._scores, self._ledger
+        alpha_n = max(
+            0.0,
+            self.config.exploration_alpha
+            * (1.0 - scores.submissions / self.config.exploration_alpha_zero_at),
+        )
+        recent = float(np.mean(scores.recent)) if scores.recent else math.nan
+        values = {
+            "score_moving_mean": scores.moving_mean,
+            "epsilon_per_agent": ledger.max_epsilon_spent,
+            "submissions": scores.submissions,
+            keys.LDP_SUBMISSIONS: scores.submissions,
+            keys.LDP_SCORE_MEAN: recent,
+            keys.LDP_SCORE_MOVING_MEAN: scores.moving_mean,
+            keys.LDP_EPSILON_PER_AGENT: ledger.max_epsilon_spent,
+            keys.LDP_NOISE_SCALE: self._mechanism.noise_scale(self._weights.size),
+            keys.LDP_BUFFER_SIZE: len(self._buffer),
+            keys.LDP_UPDATES: self._num_updates,
+            keys.LDP_SUBMISSIONS_PER_SECOND: submissions_per_second,
+            keys.LDP_EXPLORATION_ALPHA: alpha_n,
+            keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
+            keys.PRIVACY_DELTA_SPENT: 0.0,
+            keys.PRIVACY_RELEASES: ledger.num_releases,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: scores.env_steps,
+            (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN): recent,
+            (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN): recent,
+            (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME): scores.submissions,
+            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME): scores.env_steps,
+        }
+        if scores.fst is not None:
+            values["fst"] = scores.fst
+            values[keys.LDP_FST] = scores.fst
+        for key, value in values.items():
+            if isinstance(key, str) and "/" in key:
+                key = tuple(key.split("/"))
+            self.metrics.log_value(key, value, window=1)
+
+    @override(Algorithm)
+    def step(self) -> dict[str, Any]:
+        """Runs one iteration; puts headline keys first and env steps as x-axis."""
+        results = super().step()
+        results["timesteps_total"] = self._scores.env_steps
+        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
+        return {**head, **{k: v for k, v in results.items() if k not in head}}
+
+    @override(Algorithm)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Adds the aggregator state (ledger, buffer, scores) to RLlib's state."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state["ldp_a3c_aggregator"] = {
+            "ledger": self._ledger.state_dict(),
+            "buffer": self._buffer.state_dict(),
+            "scores": self._scores.state_dict(),
+            "num_updates": self._num_updates,
+            "weights_version": self._weights_version,
+        }
+        return state
+
+    @override(Algorithm)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's state and the aggregator's (the ledger never resets)."""
+        super().set_state(state)
+        aggregator = state.get("ldp_a3c_aggregator")
+        if aggregator is not None:
+            self._ledger.load_state_dict(aggregator["ledger"])
+            self._buffer.load_state_dict(aggregator["buffer"])
+            self._scores.load_state_dict(aggregator["scores"])
+            self._num_updates = int(aggregator["num_updates"])
+            self._weights_version = int(aggregator["weights_version"])
+        self._weights = self._on_learner(_flat_weights)

@@ -1,0 +1,235 @@
+"""The local agents of PGC-A3C: EnvRunners that submit privatized gradients."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
+    VALUE_TARGETS,
+    discounted_value_targets,
+)
+from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
+
+
+def exploration_alpha(submissions_so_far: int, *, initial: float, zero_at: int) -> float:
+    """The paper's random-action probability α = max{0, α₀·(1 − n/zero_at)}.
+
+    With α₀ = 0.5 and zero_at = 900 this is α = max{0, 0.5 − n/1800} (§4).
+    """
+    if initial <= 0.0 or zero_at <= 0:
+        return 0.0
+    return max(0.0, initial * (1.0 - submissions_so_far / zero_at))
+
+
+@dataclass
+class _LocalAgent:
+    """One local agent n: its private environment parameter and its releases."""
+
+    agent_id: str
+    submissions: int = 0
+    pinned_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Trajectory:
+    obs: list[np.ndarray] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    last_obs: np.ndarray | None = None
+    terminated: bool = False
+    done: bool = False
+
+
+class LDPA3CEnvRunner(SingleAgentEnvRunner):
+    """An EnvRunner whose every episode is one local agent's private submission.
+
+    ``submit_gradients`` runs episodes in this runner's own environments with
+    the global weights it is sent, computes each episode's A3C gradient with a
+    Learner that lives on this runner, privatizes it (the Learner's
+    ``LDPGradientPrivatizerMixin``), and returns only
+    :class:`GradientSubmission` objects. Episodes, rewards, losses and raw
+    gradients never leave this process.
+
+    Each of the runner's ``num_envs_per_env_runner`` environments hosts one
+    local agent at a time; their episodes run in lockstep so that actions are
+    computed in one batched forward pass.
+    """
+
+    def __init__(self, *, config: Any, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        self._local_learner: Learner | None = None
+        seed = self.config.seed
+        entropy = None if seed is None else [int(seed), int(self.worker_index or 0)]
+        explore_seq, noise_seq, env_seq = np.random.SeedSequence(entropy).spawn(3)
+        self._explore_rng = np.random.default_rng(explore_seq)
+        self._noise_rng = np.random.default_rng(noise_seq)
+        self._env_seed_rng = np.random.default_rng(env_seq) if seed is not None else None
+        self._agent_ids = (
+            f"{self.worker_index or 0}-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count()
+        )
+        self._agents: list[_LocalAgent | None] = []
+
+    def _learner(self) -> Learner:
+        if self._local_learner is None:
+            spaces = self.get_spaces()
+            learner = self.config.build_learner(
+                spaces={DEFAULT_MODULE_ID: spaces[DEFAULT_MODULE_ID]}
+            )
+            learner.set_privatizer_rng(self._noise_rng)
+            self._local_learner = learner
+        return self._local_learner
+
+    def submit_gradients(
+        self,
+        *,
+        weights: np.ndarray,
+        weights_version: int,
+        submissions_so_far: int,
+        num_submissions: int,
+    ) -> list[GradientSubmission]:
+        """Runs ``num_submissions`` local episodes and returns their noisy gradients.
+
+        Args:
+            weights: The aggregator's flat parameter vector θ.
+            weights_version: Version number of ``weights`` (echoed back).
+            submissions_so_far: Submissions the aggregator has received (drives
+                the exploration schedule α).
+            num_submissions: How many episodes (one gradient each) to run.
+
+        Returns:
+            One GradientSubmission per episode.
+
+        """
+        learner = self._learner()
+        module = learner.module[DEFAULT_MODULE_ID]
+        torch.nn.utils.vector_to_parameters(torch.as_tensor(weights), module.parameters())
+        envs = self.env.unwrapped.envs
+        if len(self._agents) != len(envs):
+            self._agents = [None] * len(envs)
+        out: list[GradientSubmission] = []
+        while len(out) < num_submissions:
+            num_parallel = min(len(envs), num_submissions - len(out))
+            alpha = exploration_alpha(
+                submissions_so_far + len(out),
+                initial=self.config.exploration_alpha,
+                zero_at=self.config.exploration_alpha_zero_at,
+            )
+            agents = [self._next_agent(i) for i in range(num_parallel)]
+            trajectories = self._run_episodes(envs[:num_parallel], agents, module, alpha)
+            for agent, trajectory in zip(agents, trajectories, strict=True):
+                out.append(self._submission(learner, module, agent, trajectory, weights_version))
+        # The local learner's own metrics (noise scale, releases) are not needed
+        # here and are never sent: drop them so they do not accumulate.
+        learner.metrics.reduce()
+        return out
+
+    def _next_agent(self, slot: int) -> _LocalAgent:
+        agent = self._agents[slot]
+        if agent is None or agent.submissions >= self.config.submissions_per_agent:
+            agent = _LocalAgent(agent_id=next(self._agent_ids))
+            self._agents[slot] = agent
+        return agent
+
+    def _reset(self, env: Any, agent: _LocalAgent) -> np.ndarray:
+        seed = None
+        if self._env_seed_rng is not None:
+            seed = int(self._env_seed_rng.integers(2**31 - 1))
+        obs, _ = env.reset(seed=seed, options=agent.pinned_options or None)
+        gravity = getattr(env.unwrapped, "gravity_choices", None) and env.unwrapped.gravity
+        if gravity and not agent.pinned_options:
+            # Multi-round agents keep their private environment across submissions.
+            agent.pinned_options = {"gravity": float(gravity)}
+        return obs
+
+    def _run_episodes(
+        self, envs: list[Any], agents: list[_LocalAgent], module: Any, alpha: float
+    ) -> list[_Trajectory]:
+        trajectories = [_Trajectory() for _ in envs]
+        obs = [self._reset(env, agent) for env, agent in zip(envs, agents, strict=True)]
+        num_actions = int(self.env.single_action_space.n)
+        sample = self.config.action_selection == "sample"
+        # forward_inference() toggles eval()/train() unless the module is already in
+        # eval mode; doing it once here keeps that off the per-step path.
+        module.eval()
+        while True:
+            active = [i for i, t in enumerate(trajectories) if not t.done]
+            if not active:
+                return trajectories
+            batch = torch.as_tensor(np.stack([obs[i] for i in active]), dtype=torch.float32)
+            with torch.no_grad():
+                logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+            logits = logits.numpy().astype(np.float64)
+            if sample:
+                probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+                probs /= probs.sum(axis=1, keepdims=True)
+                u = self._explore_rng.random((len(active), 1))
+                actions = (u > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, num_actions - 1)
+            else:
+                actions = logits.argmax(axis=1)
+            if alpha > 0.0:
+                explore = self._explore_rng.random(len(active)) < alpha
+                actions = np.where(
+                    explore, self._explore_rng.integers(num_actions, size=len(active)), actions
+                )
+            for i, action in zip(active, actions, strict=True):
+                t = trajectories[i]
+                t.obs.append(obs[i])
+                t.actions.append(int(action))
+                obs[i], reward, terminated, truncated, _ = envs[i].step(int(action))
+                t.rewards.append(float(reward))
+                if terminated or truncated:
+                    t.done, t.terminated, t.last_obs = True, bool(terminated), obs[i]
+
+    def _submission(
+        self,
+        learner: Learner,
+        module: Any,
+        agent: _LocalAgent,
+        trajectory: _Trajectory,
+        weights_version: int,
+    ) -> GradientSubmission:
+        obs = torch.as_tensor(np.stack(trajectory.obs), dtype=torch.float32)
+        bootstrap = 0.0
+        if not trajectory.terminated:
+            with torch.no_grad():
+                last = torch.as_tensor(trajectory.last_obs, dtype=torch.float32)[None]
+                bootstrap = float(module.compute_values({Columns.OBS: last})[0])
+        batch = {
+            Columns.OBS: obs,
+            Columns.ACTIONS: torch.as_tensor(trajectory.actions, dtype=torch.int64),
+            VALUE_TARGETS: torch.as_tensor(
+                discounted_value_targets(
+                    np.asarray(trajectory.rewards),
+                    bootstrap_value=bootstrap,
+                    gamma=self.config.gamma,
+                )
+            ),
+        }
+        batch = {DEFAULT_MODULE_ID: batch}
+        fwd_out = learner.module.forward_train(batch)
+        losses = learner.compute_losses(fwd_out=fwd_out, batch=batch)
+        gradients = learner.postprocess_gradients(learner.compute_gradients(losses))
+        flat = torch.cat(
+            [gradients[learner.get_param_ref(p)].reshape(-1) for p in module.parameters()]
+        )
+        mechanism = self.config.get_gradient_mechanism()
+        agent.submissions += 1
+        return GradientSubmission(
+            agent_id=agent.agent_id,
+            gradient=flat.detach().cpu().numpy().astype(np.float32),
+            epsilon=float(mechanism.epsilon_per_release),
+            mechanism=mechanism.name,
+            score=float(sum(trajectory.rewards)),
+            env_steps=len(trajectory.actions),
+            weights_version=int(weights_version),
+        )

@@ -1,0 +1,55 @@
+"""What a PGC-A3C local agent is allowed to send to the aggregator."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GradientSubmission:
+    """One privatized gradient and the public scalars that go with it.
+
+    This is the ONLY object that leaves a local agent (DESIGN §3): the noisy
+    gradient and the scalar score, which the paper treats as public. Raw
+    observations, rewards, episodes, losses and the raw gradient never do.
+    ``__post_init__`` enforces the shape so that nothing else can be smuggled in.
+
+    Attributes:
+        agent_id: Opaque id of the local agent (for per-agent accounting).
+        gradient: The privatized flat gradient, float32, shape ``(d,)``.
+        epsilon: The ε this release spends (``inf`` for the non-private baseline).
+        mechanism: Name of the mechanism that privatized ``gradient``.
+        score: The episode's score (episode length on CartPole), public.
+        env_steps: The episode's length, public (it is the score on CartPole).
+        weights_version: Version of the global θ the gradient was computed from
+            (chosen by the aggregator, so it carries no private information).
+
+    """
+
+    agent_id: str
+    gradient: np.ndarray
+    epsilon: float
+    mechanism: str
+    score: float
+    env_steps: int
+    weights_version: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gradient, np.ndarray) or self.gradient.ndim != 1:
+            raise TypeError("GradientSubmission.gradient must be a 1-D numpy array")
+        if self.gradient.dtype != np.float32:
+            raise TypeError("GradientSubmission.gradient must be float32")
+        if not np.all(np.isfinite(self.gradient)):
+            raise ValueError("GradientSubmission.gradient must be finite")
+        for name in ("epsilon", "score"):
+            value = getattr(self, name)
+            if not isinstance(value, float) or math.isnan(value):
+                raise TypeError(f"GradientSubmission.{name} must be a float, got {value!r}")
+        if not isinstance(self.agent_id, str) or not isinstance(self.mechanism, str):
+            raise TypeError("GradientSubmission.agent_id and .mechanism must be str")
+        for name in ("env_steps", "weights_version"):
+            if not isinstance(getattr(self, name), int):
+                raise TypeError(f"GradientSubmission.{name} must be an int")

@@ -1,0 +1,32 @@
+"""Environments shipped with rllib_privacy, registered with gymnasium on import."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityEnv
+
+#: gymnasium id of CartPole-v0 dynamics (200-step limit) with private per-agent gravity.
+CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
+
+ENV_IDS: tuple[str, ...] = (CARTPOLE_GRAVITY_ENV_ID,)
+
+
+def register_envs() -> None:
+    """Registers this package's environments with gymnasium (idempotent)."""
+    if CARTPOLE_GRAVITY_ENV_ID not in gym.registry:
+        gym.register(
+            id=CARTPOLE_GRAVITY_ENV_ID,
+            entry_point="rllib_privacy.envs.cartpole_gravity:CartPoleGravityEnv",
+            max_episode_steps=200,
+            reward_threshold=195.0,
+        )
+
+
+__all__ = [
+    "CARTPOLE_GRAVITY_ENV_ID",
+    "ENV_IDS",
+    "PAPER_GRAVITY_CHOICES",
+    "CartPoleGravityEnv",
+    "register_envs",
+]

@@ -1,0 +1,84 @@
+"""CartPole-v0 dynamics whose gravity is a private, per-agent parameter.
+
+Ono & Takahashi (PGC-A3C, §4) evaluate on CartPole with a gravity coefficient
+ψ_n ∈ {9.7, 9.8, 9.9} drawn uniformly for every local agent n; ψ_n is the private
+part of agent n's environment. This env reproduces that: each ``reset()`` draws a
+gravity from ``gravity_choices`` with the env's own seeded generator, unless the
+caller pins one with ``reset(options={"gravity": g})`` (used by multi-round agents
+that keep their environment across several submissions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+from rllib_privacy.errors import PrivacyConfigError
+
+#: Gravity coefficients of the paper's evaluation (§4, "Evaluation Task").
+PAPER_GRAVITY_CHOICES: tuple[float, ...] = (9.7, 9.8, 9.9)
+
+
+class CartPoleGravityEnv(CartPoleEnv):
+    """CartPole whose gravity is drawn from a finite set at every reset.
+
+    Register-time settings give it CartPole-v0's 200-step limit (see
+    ``rllib_privacy.envs.register_envs``). The current gravity is
+    ``env.unwrapped.gravity``; it is deliberately NOT part of the observation
+    or the info dict, because it is the agent's private data.
+
+    Args:
+        gravity_choices: Non-empty sequence of positive, finite gravity values.
+        render_mode: Passed to gymnasium's CartPoleEnv.
+
+    """
+
+    def __init__(
+        self,
+        gravity_choices: Sequence[float] = PAPER_GRAVITY_CHOICES,
+        render_mode: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            raise PrivacyConfigError(
+                f"env_config key(s) {sorted(unknown)} are not known to CartPoleGravityEnv; "
+                "allowed: ['gravity_choices']"
+            )
+        choices = validate_gravity_choices(gravity_choices)
+        super().__init__(render_mode=render_mode)
+        self.gravity_choices = choices
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets the pole and draws (or pins) this episode's gravity."""
+        options = dict(options or {})
+        pinned = options.pop("gravity", None)
+        obs, info = super().reset(seed=seed, options=options or None)
+        if pinned is None:
+            self.gravity = float(self.np_random.choice(self.gravity_choices))
+        else:
+            self.gravity = validate_gravity_choices([pinned])[0]
+        return obs, info
+
+
+def validate_gravity_choices(gravity_choices: Sequence[float]) -> tuple[float, ...]:
+    """Returns ``gravity_choices`` as a tuple of floats or raises a clear error."""
+    if isinstance(gravity_choices, (int, float)):
+        gravity_choices = [gravity_choices]
+    try:
+        values = tuple(float(g) for g in gravity_choices)
+    except (TypeError, ValueError) as exc:
+        raise PrivacyConfigError(
+            f"env_config key 'gravity_choices' must be a list of numbers, got {gravity_choices!r}"
+        ) from exc
+    if not values or any(not math.isfinite(g) or g <= 0 for g in values):
+        raise PrivacyConfigError(
+            "env_config key 'gravity_choices' must be a non-empty list of finite numbers > 0, "
+            f"got {list(gravity_choices)!r}"
+        )
+    return values
