@@ -4,5 +4,6 @@ from rllib_privacy.learners.gradient_privatizer import (
     LDPGradientPrivatizerMixin,
     gradient_mechanism_from_config,
 )
+from rllib_privacy.learners.ldp_ppo import LDPPPOTorchLearner
 
-__all__ = ["LDPGradientPrivatizerMixin", "gradient_mechanism_from_config"]
+__all__ = ["LDPGradientPrivatizerMixin", "LDPPPOTorchLearner", "gradient_mechanism_from_config"]

@@ -1,0 +1,20 @@
+"""PPO whose learner privatizes every gradient (the privatizer mixin, ready to use)."""
+
+from __future__ import annotations
+
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+from rllib_privacy.learners.gradient_privatizer import LDPGradientPrivatizerMixin
+
+
+class LDPPPOTorchLearner(LDPGradientPrivatizerMixin, PPOTorchLearner):
+    """PPOTorchLearner with LDP gradient noise on every update.
+
+    Configure with ``learner_class`` and ``learner_config_dict``::
+
+        config.learners(
+            learner_class=LDPPPOTorchLearner,
+            learner_config_dict={"ldp_gradient": {"name": "laplace", "epsilon": 5.0,
+                                                  "clip": 0.01}},
+        )
+    """

@@ -1,0 +1,137 @@
+"""PGC-A3C pieces that need no Ray: config checks, targets, schedule, buffer, FST."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
+from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import _ScoreTracker
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import exploration_alpha
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import discounted_value_targets
+from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, PAPER_GRAVITY_CHOICES
+from rllib_privacy.errors import PrivacyConfigError
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"mechanism": "gauss"}, "mechanism"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"mechanism": "none", "epsilon": 2.0}, "epsilon"),
+        ({"clip": 0.0}, "clip"),
+        ({"max_buffer": 0}, "max_buffer"),
+        ({"submissions_per_agent": 0}, "submissions_per_agent"),
+        ({"submissions_per_iteration": 2.5}, "submissions_per_iteration"),
+        ({"reduced_dim": 3}, "reduced_dim"),  # laplace has no projection
+        ({"debias": True}, "debias"),
+        ({"loss_reduction": "median"}, "loss_reduction"),
+        ({"action_selection": "softmax"}, "action_selection"),
+        ({"aggregator_optimizer": "rmsprop"}, "aggregator_optimizer"),
+        ({"exploration_alpha": 1.5}, "exploration_alpha"),
+        ({"lr": 0.0}, "lr"),
+        ({"gamma": 1.5}, "gamma"),
+    ],
+)
+def test_bad_settings_name_the_key(settings: dict, key: str) -> None:
+    config = LDPA3CConfig().training(**settings)
+    with pytest.raises(PrivacyConfigError, match=f"'{key}'"):
+        config.validate_ldp_settings()
+
+
+def test_paper_defaults() -> None:
+    config = LDPA3CConfig()
+    config.validate_ldp_settings()
+    assert (config.lr, config.gamma, config.vf_loss_coeff, config.entropy_coeff) == (
+        0.5,
+        0.99,
+        0.5,
+        0.01,
+    )
+    assert config.effective_clip == 0.01 and config.effective_max_buffer == 1
+    prs = LDPA3CConfig().training(mechanism="prs", epsilon=5.0)
+    assert prs.effective_clip == 1.0 and prs.effective_max_buffer == 100
+    assert prs.get_gradient_mechanism().reduced_dim_for(112) == 2
+
+
+def test_multi_round_agents_split_epsilon() -> None:
+    mechanism = LDPA3CConfig().training(epsilon=6.0, submissions_per_agent=3)
+    assert mechanism.get_gradient_mechanism().epsilon_per_release == pytest.approx(2.0)
+
+
+def test_infinite_epsilon_is_the_non_private_baseline() -> None:
+    for name in ("laplace", "prs", "none"):
+        config = LDPA3CConfig().training(mechanism=name, epsilon=math.inf)
+        config.validate_ldp_settings()
+        assert config.get_gradient_mechanism().name == "none"
+        assert not config.is_private
+
+
+def test_value_targets_match_the_definition() -> None:
+    rng = np.random.default_rng(0)
+    rewards, gamma, bootstrap = rng.normal(size=7), 0.9, 2.5
+    expected = [
+        sum(gamma ** (j - t) * rewards[j] for j in range(t, 7)) + gamma ** (7 - t) * bootstrap
+        for t in range(7)
+    ]
+    got = discounted_value_targets(rewards, bootstrap_value=bootstrap, gamma=gamma)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+def test_exploration_schedule_is_the_papers() -> None:
+    for n in (0, 1, 450, 899, 900, 5000):
+        assert exploration_alpha(n, initial=0.5, zero_at=900) == pytest.approx(
+            max(0.0, 0.5 - n / 1800)
+        )
+    assert exploration_alpha(0, initial=0.0, zero_at=900) == 0.0
+
+
+def test_buffer_applies_the_mean_when_full_and_round_trips() -> None:
+    buffer = GradientBuffer(max_buffer=3, dim=2)
+    assert buffer.add(np.array([1.0, 0.0], np.float32)) is None
+    assert buffer.add(np.array([2.0, 3.0], np.float32)) is None
+    restored = GradientBuffer(max_buffer=3, dim=2)
+    restored.load_state_dict(buffer.state_dict())
+    assert len(restored) == 2
+    mean = restored.add(np.array([3.0, 6.0], np.float32))
+    np.testing.assert_allclose(mean, [2.0, 3.0])
+    assert len(restored) == 0
+    with pytest.raises(ValueError, match="shape"):
+        restored.add(np.zeros(3, np.float32))
+
+
+def test_first_success_time_is_the_start_of_the_first_good_window() -> None:
+    tracker = _ScoreTracker(target=195.0)
+    scores = [10.0] * 5 + [200.0] * 9 + [100.0] + [200.0] * 10
+    for s in scores:
+        tracker.add(s, int(s))
+    # Windows starting at submissions 6.. contain the 100 until submission 16.
+    assert tracker.fst == 16
+    clone = _ScoreTracker(target=195.0)
+    clone.load_state_dict(tracker.state_dict())
+    assert clone.state_dict() == tracker.state_dict()
+
+
+def test_gravity_env_draws_from_the_private_set_and_can_pin() -> None:
+    import rllib_privacy.envs as envs
+
+    envs.register_envs()
+    env = gym.make(CARTPOLE_GRAVITY_ENV_ID)
+    assert env.spec.max_episode_steps == 200
+    seen = set()
+    for seed in range(40):
+        env.reset(seed=seed)
+        seen.add(env.unwrapped.gravity)
+    assert seen == set(PAPER_GRAVITY_CHOICES)
+    env.reset(options={"gravity": 9.9})
+    assert env.unwrapped.gravity == 9.9
+    with pytest.raises(PrivacyConfigError, match="gravity_choices"):
+        gym.make(CARTPOLE_GRAVITY_ENV_ID, gravity_choices=[])
+    with pytest.raises(PrivacyConfigError, match="gravity"):
+        gym.make(CARTPOLE_GRAVITY_ENV_ID, gravty_choices=[9.8])
