@@ -89,6 +89,7 @@ class LDPA3CConfig(AlgorithmConfig):
         self.debias = False
         self.max_buffer: int | None = None
         self.submissions_per_agent = 1
+        self.policy_clip_share: float | None = None
         self.loss_reduction = "sum"
         self.aggregator_optimizer = "sgd"
         self.action_selection = "epsilon_argmax"
@@ -109,6 +110,7 @@ class LDPA3CConfig(AlgorithmConfig):
         debias: bool = NotProvided,
         max_buffer: int | None = NotProvided,
         submissions_per_agent: int = NotProvided,
+        policy_clip_share: float | None = NotProvided,
         vf_loss_coeff: float = NotProvided,
         entropy_coeff: float = NotProvided,
         loss_reduction: str = NotProvided,
@@ -132,6 +134,8 @@ class LDPA3CConfig(AlgorithmConfig):
             debias: PRS only: rescale the random signs so E[output] = gradient.
             max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS).
             submissions_per_agent: T of the multi-round variant (§3.3).
+            policy_clip_share: ``None`` = one joint L1 clip (paper); ρ in (0, 1) =
+                policy and value gradients pre-clipped to ρ·C/2 and (1−ρ)·C/2.
             vf_loss_coeff: λ, weight of the value loss.
             entropy_coeff: β, weight of the entropy bonus.
             loss_reduction: ``sum`` over the episode (paper) or ``mean``.
@@ -233,6 +237,8 @@ class LDPA3CConfig(AlgorithmConfig):
             "exploration_alpha_zero_at",
         ):
             _check_int(name, getattr(self, name), low=1)
+        if self.policy_clip_share is not None:
+            _check_number("policy_clip_share", self.policy_clip_share, low=0.0, high=1.0)
         if self.max_buffer is not None:
             _check_int("max_buffer", self.max_buffer, low=1)
         if self.reduced_dim is not None:
