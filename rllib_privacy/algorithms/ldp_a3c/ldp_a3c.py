@@ -386,7 +386,10 @@ class LDPA3C(Algorithm):
         self._weights = self._on_learner(_flat_weights)
         self._weights_version = 0
         self._buffer = GradientBuffer(config.effective_max_buffer, self._weights.size)
-        self._ledger = LDPLedger()
+        # Each local agent may spend at most ε in total; the ledger refuses more.
+        self._ledger = LDPLedger(
+            epsilon_budget_per_agent=float(config.epsilon) if config.is_private else math.inf
+        )
         self._scores = _ScoreTracker(config.fst_target_score)
         self._num_updates = 0
         self._mechanism = config.get_gradient_mechanism()
