@@ -1,0 +1,610 @@
+"""The ``rllib`` command (``rllib train -f FILE``) and the ``rllib-privacy`` tools.
+
+RLlib 2.60 no longer ships a command line; this package provides ``rllib train`` for
+classic experiment files (see :mod:`rllib_privacy.experiments`), always on RLlib's new
+API stack with torch. Everything in the file is validated before Ray starts; problems
+are reported on stderr as ``error: FILE: experiment 'NAME': ...`` with exit code 2.
+
+Exit codes: 0 success, 1 a trial errored (or Ray could not start), 2 invalid arguments
+or experiment file, 130 interrupted (Ctrl-C; resume with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import logging
+import os
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import yaml
+
+from rllib_privacy import experiments as exps
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.utils import metrics as metric_keys
+
+logger = logging.getLogger("rllib_privacy")
+
+EXIT_OK = 0
+EXIT_TRIAL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Scheduler names accepted besides those of ``ray.tune.schedulers.SCHEDULER_IMPORT``.
+SCHEDULER_ALIASES = {"asha": "async_hyperband", "median": "median_stopping_rule"}
+
+#: The metric by which the summary picks the best trial (maximized).
+BEST_TRIAL_METRIC = "env_runners/episode_return_mean"
+
+#: Result keys shown for the best trial in the summary, when present.
+HEADLINE_METRICS = (
+    "training_iteration",
+    "num_env_steps_sampled_lifetime",
+    "env_runners/episode_return_mean",
+    "evaluation/env_runners/episode_return_mean",
+    metric_keys.PRIVACY_EPSILON_SPENT,
+    metric_keys.PRIVACY_DELTA_SPENT,
+    "time_total_s",
+)
+
+
+# --------------------------------------------------------------------------------------
+# `rllib`
+# --------------------------------------------------------------------------------------
+
+
+def build_rllib_parser() -> argparse.ArgumentParser:
+    """Build the argument parser of the ``rllib`` command."""
+    parser = argparse.ArgumentParser(
+        prog="rllib",
+        description="Run RLlib experiment files (new API stack, torch) through Ray Tune.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    train = commands.add_parser(
+        "train",
+        help="run the experiments of a YAML/JSON experiment file",
+        description="Run the experiments of a classic RLlib YAML/JSON experiment file, "
+        "one after another, with Ray Tune.",
+    )
+    _add_train_arguments(train)
+    train.set_defaults(func=_train)
+    return parser
+
+
+def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        nargs="*",
+        metavar="file FILE",
+        help="the experiment file, as in the classic `rllib train file FILE`",
+    )
+    parser.add_argument("-f", "--config-file", metavar="FILE", help="the experiment file")
+    parser.add_argument(
+        "--stop", metavar="JSON", help="stop criteria replacing every experiment's `stop`"
+    )
+    parser.add_argument(
+        "--config", metavar="JSON", help="config deep-merged into every experiment's `config`"
+    )
+    parser.add_argument(
+        "--storage-path", metavar="DIR", help="results directory (default: ~/ray_results)"
+    )
+    parser.add_argument("--num-samples", type=int, metavar="N", help="Tune's num_samples")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the experiments saved under STORAGE_PATH/NAME (unfinished and "
+        "errored trials)",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (-v, -vv)")
+    parser.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster")
+    parser.add_argument("--ray-num-cpus", type=int, metavar="N", help="CPUs of a local Ray")
+    parser.add_argument(
+        "--ray-num-gpus",
+        type=float,
+        metavar="N",
+        help="GPUs of a local Ray (gpu_config is merged when > 0)",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="NAME", help="Tune trial scheduler, e.g. FIFO, ASHA, PBT"
+    )
+    parser.add_argument(
+        "--scheduler-config",
+        metavar="JSON",
+        help="keyword arguments of the scheduler, e.g. metric and mode",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate and print the normalized experiments; start nothing",
+    )
+
+
+def rllib_main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rllib`` command.
+
+    Args:
+        argv: The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code (see the module docstring).
+
+    """
+    parser = build_rllib_parser()
+    args = _parse(parser, argv)
+    if isinstance(args, int):
+        return args
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args.func(args)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SchedulerSpec:
+    name: str
+    kwargs: dict[str, Any]
+
+    def create(self) -> Any:
+        from ray.tune.schedulers import create_scheduler
+
+        return create_scheduler(self.name, **self.kwargs)
+
+
+@dataclasses.dataclass
+class _Outcome:
+    experiment: exps.Experiment
+    grid: Any = None  # ray.tune.ResultGrid, None when interrupted before it returned.
+    interrupted: bool = False
+
+
+def _train(args: argparse.Namespace) -> int:
+    _setup_logging(args.verbose)
+    try:
+        path = _experiment_file(args)
+        scheduler = _scheduler_spec(args.scheduler, args.scheduler_config)
+        _check_ray_arguments(args)
+        overrides = exps.Overrides(
+            stop=_json_option(args.stop, "--stop"),
+            config=_json_option(args.config, "--config"),
+            storage_path=args.storage_path,
+            num_samples=args.num_samples,
+        )
+        # Unknown (None) when running without --ray-num-gpus: validate with and without
+        # gpu_config, and decide once the cluster is up.
+        known = args.dry_run or args.ray_num_gpus is not None
+        has_gpus = _expected_gpus(args) if known else None
+        experiment_file = exps.load_experiments(path, overrides=overrides, has_gpus=has_gpus)
+    except PrivacyConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for notice in dict.fromkeys(experiment_file.notices):
+        print(f"notice: {notice}", file=sys.stderr)
+    if args.dry_run:
+        _print_dry_run(experiment_file, has_gpus, args.ray_address)
+        return EXIT_OK
+    return _run(experiment_file, args, scheduler)
+
+
+def _experiment_file(args: argparse.Namespace) -> str:
+    target = list(args.target)
+    if target and (len(target) != 2 or target[0] != "file"):
+        raise PrivacyConfigError(
+            f"unexpected arguments {' '.join(target)!r}; use `rllib train -f FILE` or "
+            "`rllib train file FILE`"
+        )
+    from_target = target[1] if target else None
+    if from_target and args.config_file and from_target != args.config_file:
+        raise PrivacyConfigError("two different experiment files given (-f and `file`)")
+    path = from_target or args.config_file
+    if not path:
+        raise PrivacyConfigError("no experiment file given; use `rllib train -f FILE`")
+    return path
+
+
+def _json_option(text: str | None, option: str) -> dict[str, Any] | None:
+    return None if text is None else exps.parse_json_mapping(text, option)
+
+
+def _scheduler_spec(name: str | None, config_json: str | None) -> _SchedulerSpec | None:
+    """Check the scheduler name and its keyword arguments before Ray starts."""
+    from ray._common.utils import get_function_args
+    from ray.tune.schedulers import SCHEDULER_IMPORT
+
+    kwargs = _json_option(config_json, "--scheduler-config") or {}
+    if name is None:
+        if kwargs:
+            raise PrivacyConfigError("--scheduler-config needs --scheduler")
+        return None
+    key = SCHEDULER_ALIASES.get(name.lower(), name.lower())
+    names = sorted(set(SCHEDULER_IMPORT) | set(SCHEDULER_ALIASES))
+    if key not in SCHEDULER_IMPORT:
+        raise PrivacyConfigError(
+            f"--scheduler: unknown scheduler {name!r}{exps.did_you_mean(name, names)}; "
+            f"known: {', '.join(names)}"
+        )
+    scheduler_cls = SCHEDULER_IMPORT[key]
+    if inspect.isfunction(scheduler_cls):
+        scheduler_cls = scheduler_cls()  # A lazy importer (PB2).
+    allowed = get_function_args(scheduler_cls)
+    for arg in kwargs:
+        if arg not in allowed:
+            raise PrivacyConfigError(
+                f"--scheduler-config: {scheduler_cls.__name__} has no argument {arg!r}"
+                f"{exps.did_you_mean(arg, allowed)}; arguments: {', '.join(allowed)}"
+            )
+    missing = [a for a in ("metric", "mode") if a in allowed and a not in kwargs]
+    if missing:
+        raise PrivacyConfigError(
+            f"--scheduler-config: {scheduler_cls.__name__} needs {' and '.join(missing)}, "
+            'e.g. {"metric": "env_runners/episode_return_mean", "mode": "max"}'
+        )
+    metric = kwargs.get("metric")
+    if isinstance(metric, str) and exps.translate_metric_key(metric) != metric:
+        kwargs["metric"] = exps.translate_metric_key(metric)
+        print(
+            f"notice: --scheduler-config: metric {metric!r} is an old API stack key; "
+            f"using {kwargs['metric']!r}",
+            file=sys.stderr,
+        )
+    spec = _SchedulerSpec(key, kwargs)
+    try:
+        spec.create()
+    except (ValueError, TypeError, AssertionError) as e:
+        raise PrivacyConfigError(f"--scheduler-config: {e}") from None
+    return spec
+
+
+def _check_ray_arguments(args: argparse.Namespace) -> None:
+    if args.ray_address and (args.ray_num_cpus is not None or args.ray_num_gpus is not None):
+        raise PrivacyConfigError(
+            "--ray-num-cpus/--ray-num-gpus size a new local Ray; they cannot be used "
+            "with --ray-address"
+        )
+    for option, value in (
+        ("--ray-num-cpus", args.ray_num_cpus),
+        ("--ray-num-gpus", args.ray_num_gpus),
+    ):
+        if value is not None and value < 0:
+            raise PrivacyConfigError(f"{option} must be >= 0, got {value}")
+
+
+def _expected_gpus(args: argparse.Namespace) -> bool | None:
+    """Whether the cluster will have GPUs, as far as it is known before Ray starts."""
+    if args.ray_num_gpus is not None:
+        return args.ray_num_gpus > 0
+    if args.ray_address:
+        return None
+    try:
+        import torch
+
+        return torch.cuda.device_count() > 0  # What a local ray.init would detect.
+    except Exception:  # A broken CUDA setup means: no GPUs.
+        return False
+
+
+def _print_dry_run(
+    experiment_file: exps.ExperimentFile, expected_gpus: bool | None, address: str | None
+) -> None:
+    has_gpus = bool(expected_gpus)
+    specs = {exp.name: exp.to_spec(has_gpus) for exp in experiment_file.experiments}
+    print(f"# {experiment_file.path}: validated, normalized experiments (nothing was run)")
+    for exp in experiment_file.experiments:
+        print(
+            f"# {exp.name!r}: {_gpu_config_note(exp, expected_gpus, address)}; "
+            f"{exp.num_variants} variant(s) x {exp.num_samples} sample(s)"
+        )
+    print(yaml.safe_dump(specs, sort_keys=False, default_flow_style=False), end="")
+
+
+def _gpu_config_note(exp: exps.Experiment, expected_gpus: bool | None, address: str | None) -> str:
+    if exp.gpu_param_space is None:
+        return "no gpu_config"
+    if expected_gpus is None:
+        return f"gpu_config not shown: merged only if the cluster at {address} has GPUs"
+    return "gpu_config merged" if expected_gpus else "gpu_config not merged (no GPUs)"
+
+
+# --------------------------------------------------------------------------------------
+# Running.
+# --------------------------------------------------------------------------------------
+
+
+def _run(
+    experiment_file: exps.ExperimentFile,
+    args: argparse.Namespace,
+    scheduler: _SchedulerSpec | None,
+) -> int:
+    import ray
+
+    exps.register_class_path_envs(experiment_file.experiments)
+    try:
+        ray.init(
+            address=args.ray_address,
+            num_cpus=args.ray_num_cpus,
+            num_gpus=args.ray_num_gpus,
+            include_dashboard=False,
+            log_to_driver=args.verbose >= 1,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        print(f"error: cannot start or join Ray: {e}", file=sys.stderr)
+        return EXIT_TRIAL_ERROR
+    try:
+        has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+        outcomes = []
+        for exp in experiment_file.experiments:
+            outcomes.append(_run_experiment(exp, has_gpus, args, scheduler))
+            if outcomes[-1].interrupted:
+                break
+    finally:
+        ray.shutdown()
+    return _report(outcomes, experiment_file, args)
+
+
+def _run_experiment(
+    exp: exps.Experiment,
+    has_gpus: bool,
+    args: argparse.Namespace,
+    scheduler: _SchedulerSpec | None,
+) -> _Outcome:
+    from ray import tune
+
+    if args.resume and tune.Tuner.can_restore(exp.path):
+        logger.info("resuming experiment %r from %s", exp.name, exp.path)
+        tuner = tune.Tuner.restore(
+            exp.path, trainable=exp.run, resume_unfinished=True, resume_errored=True
+        )
+    else:
+        if args.resume:
+            print(
+                f"notice: nothing to resume at {exp.path}; starting {exp.name!r}", file=sys.stderr
+            )
+        tuner = tune.Tuner(
+            exp.run,
+            param_space=exp.config_for(has_gpus),
+            tune_config=tune.TuneConfig(
+                num_samples=exp.num_samples,
+                scheduler=scheduler.create() if scheduler else None,
+            ),
+            run_config=tune.RunConfig(
+                name=exp.name,
+                storage_path=exp.storage_path,
+                stop=exp.stop,
+                checkpoint_config=tune.CheckpointConfig(**exp.checkpoint_config),
+                verbose=min(1 + args.verbose, 3),
+            ),
+        )
+    try:
+        grid = tuner.fit()
+    except KeyboardInterrupt:  # A second Ctrl-C skips Tune's graceful shutdown.
+        return _Outcome(exp, interrupted=True)
+    return _Outcome(exp, grid, interrupted=_trial_counts(grid)[2] > 0)
+
+
+def _trial_counts(grid: Any) -> tuple[int, int, int]:
+    """Count (finished, errored, unfinished) trials of a ResultGrid.
+
+    Tune marks the trials it stops on Ctrl-C as TERMINATED in the returned grid (the
+    saved experiment state still says RUNNING, so that they resume); only a trial that
+    met its stop criteria has ``done`` set in its last result.
+    """
+    errored = sum(1 for result in grid if result.error is not None)
+    finished = sum(1 for r in grid if r.error is None and (r.metrics or {}).get("done"))
+    return finished, errored, len(grid) - finished - errored
+
+
+def _report(
+    outcomes: list[_Outcome], experiment_file: exps.ExperimentFile, args: argparse.Namespace
+) -> int:
+    errored = False
+    for outcome in outcomes:
+        errored |= _print_summary(outcome)
+    if outcomes and outcomes[-1].interrupted:
+        command = ["rllib", "train", "-f", experiment_file.path, "--resume"]
+        if args.storage_path:
+            command += ["--storage-path", args.storage_path]
+        print(
+            "\nInterrupted; Tune saved the experiment state. Resume with:\n  "
+            + shlex.join(command)
+            + "\n(trials continue from their latest checkpoint; "
+            "checkpoint_config.checkpoint_frequency sets how often one is written)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_TRIAL_ERROR if errored else EXIT_OK
+
+
+def _print_summary(outcome: _Outcome) -> bool:
+    """Print one experiment's summary; return whether any of its trials errored."""
+    exp, grid = outcome.experiment, outcome.grid
+    print(f"\nExperiment {exp.name!r}: {exp.path}")
+    if grid is None:
+        print("  interrupted before Tune returned its results")
+        return False
+    finished, errored, unfinished = _trial_counts(grid)
+    print(f"  trials: {finished} finished, {errored} errored, {unfinished} unfinished")
+    for result in grid:
+        if result.error is not None:
+            print(f"  errored: {result.path}: {_last_line(result.error)} (see error.txt there)")
+    best = _best_result(grid)
+    if best is not None:
+        values = _headline_values(best.metrics)
+        shown = ", ".join(f"{k}={_format_number(v)}" for k, v in values.items())
+        print(f"  best trial: {os.path.basename(best.path)}" + (f": {shown}" if shown else ""))
+        if best.checkpoint is not None:
+            print(f"  checkpoint: {best.checkpoint.path}")
+    print(f"  tensorboard --logdir {shlex.quote(exp.path)}")
+    return errored > 0
+
+
+def _best_result(grid: Any) -> Any:
+    """Pick the result with the highest BEST_TRIAL_METRIC, else the first with metrics."""
+    from ray.tune.utils import flatten_dict
+
+    with_metrics = [r for r in grid if r.metrics and r.error is None]
+    scored = [
+        (flatten_dict(r.metrics, delimiter="/").get(BEST_TRIAL_METRIC), r) for r in with_metrics
+    ]
+    scored = [(v, r) for v, r in scored if isinstance(v, int | float) and v == v]
+    if scored:
+        return max(scored, key=lambda pair: pair[0])[1]
+    return with_metrics[0] if with_metrics else None
+
+
+def _headline_values(result_metrics: dict[str, Any]) -> dict[str, Any]:
+    from ray.tune.utils import flatten_dict
+
+    flat = flatten_dict(result_metrics, delimiter="/")
+    values = {}
+    for key in HEADLINE_METRICS:
+        matches = [k for k in flat if k == key or k.endswith("/" + key)]
+        if matches and isinstance(flat[min(matches, key=len)], int | float):
+            values[key] = flat[min(matches, key=len)]
+    return values
+
+
+def _last_line(error: BaseException) -> str:
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    text = lines[-1].strip() if lines else type(error).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _format_number(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logger.setLevel(level)
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> Any:
+    """Parse arguments; return argparse's exit code instead of exiting (for --help, errors)."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+
+
+# --------------------------------------------------------------------------------------
+# `rllib-privacy`
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """A subcommand of ``rllib-privacy``.
+
+    Attributes:
+        name: The subcommand name.
+        help: One line for ``rllib-privacy --help``.
+        add_arguments: Adds the subcommand's arguments to its parser.
+        run: Runs the subcommand with the parsed arguments; returns the exit code. May
+            raise PrivacyConfigError for bad input (printed as ``error: ...``, exit 2).
+
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--all", action="store_true", help="also list RLlib's own algorithms and Tune envs"
+    )
+
+
+def _list_run(args: argparse.Namespace) -> int:
+    from ray.tune.registry import get_trainable_cls
+
+    exps.ensure_package_registered()
+    with exps.quiet_rllib():
+        algorithms = [
+            name
+            for name in exps.registered_algorithms()
+            if args.all or _is_ours(get_trainable_cls(name))
+        ]
+    print("algorithms (`run:` in experiment files):")
+    print("".join(f"  {name}\n" for name in algorithms) or "  (none)\n", end="")
+    print("envs (`env:` in experiment files):")
+    print("".join(f"  {name}\n" for name in _package_envs(args.all)) or "  (none)\n", end="")
+    return EXIT_OK
+
+
+def _package_envs(include_all: bool) -> list[str]:
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    names = [
+        name
+        for name in exps.registered_envs()
+        if include_all or _is_ours(_global_registry.get(ENV_CREATOR, name))
+    ]
+    names += [
+        env_id
+        for env_id, spec in gym.registry.items()
+        if str(getattr(spec.entry_point, "__module__", spec.entry_point)).startswith(
+            "rllib_privacy"
+        )
+    ]
+    return sorted(set(names))
+
+
+def _is_ours(obj: Any) -> bool:
+    return str(getattr(obj, "__module__", "")).startswith("rllib_privacy")
+
+
+#: The subcommands of ``rllib-privacy``; add a Tool here to add one.
+TOOLS: tuple[Tool, ...] = (
+    Tool("list", "list this package's registered algorithms and envs", _list_arguments, _list_run),
+)
+
+
+def build_tools_parser(tools: Sequence[Tool] = TOOLS) -> argparse.ArgumentParser:
+    """Build the argument parser of the ``rllib-privacy`` command from ``tools``."""
+    parser = argparse.ArgumentParser(
+        prog="rllib-privacy", description="Tools of the rllib_privacy package."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for tool in tools:
+        sub = commands.add_parser(tool.name, help=tool.help, description=tool.help)
+        tool.add_arguments(sub)
+        sub.set_defaults(tool=tool)
+    return parser
+
+
+def tools_main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rllib-privacy`` command.
+
+    Args:
+        argv: The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 success, 2 bad arguments, otherwise the tool's own code.
+
+    """
+    parser = build_tools_parser()
+    args = _parse(parser, argv)
+    if isinstance(args, int):
+        return args
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.tool.run(args)
+    except PrivacyConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(rllib_main())
