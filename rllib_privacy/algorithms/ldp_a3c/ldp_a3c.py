@@ -466,6 +466,9 @@ class LDPA3C(Algorithm):
             keys.LDP_UPDATES: self._num_updates,
             keys.LDP_SUBMISSIONS_PER_SECOND: submissions_per_second,
             keys.LDP_EXPLORATION_ALPHA: alpha_n,
+            # Always present (0/1) so that Tune can stop on it; `fst` itself only
+            # exists once reached.
+            keys.LDP_FST_REACHED: float(scores.fst is not None),
             keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
             keys.PRIVACY_DELTA_SPENT: 0.0,
             keys.PRIVACY_RELEASES: ledger.num_releases,
