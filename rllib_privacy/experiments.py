@@ -367,12 +367,16 @@ def translate_metric_key(key: str) -> str:
     return LEGACY_METRIC_KEYS.get(key, key)
 
 
-def translate_stop(stop: Any, notices: list[str]) -> dict[str, float]:
+def translate_stop(
+    stop: Any, notices: list[str], extra_result_keys: Collection[str] = ()
+) -> dict[str, float]:
     """Validate stop criteria and rename old API stack keys.
 
     Args:
         stop: The ``stop`` mapping (result key to threshold).
         notices: Receives one line per translated or suspicious key.
+        extra_result_keys: Top-level result keys the algorithm adds to RLlib's
+            (an Algorithm class may list them in ``TOP_LEVEL_RESULT_KEYS``).
 
     Returns:
         The stop criteria with new API stack keys.
@@ -396,10 +400,11 @@ def translate_stop(stop: Any, notices: list[str]) -> dict[str, float]:
             raise PrivacyConfigError(f"stop value of {key!r} must be a number, got {value!r}")
         if new_key in out:
             raise PrivacyConfigError(f"stop key {new_key!r} is given twice (as {key!r})")
-        if "/" not in new_key and new_key not in TOP_LEVEL_RESULT_KEYS:
+        known = (*TOP_LEVEL_RESULT_KEYS, *extra_result_keys)
+        if "/" not in new_key and new_key not in known:
             notices.append(
                 f"stop key {new_key!r} is not a top-level result key of RLlib algorithms"
-                f"{did_you_mean(new_key, TOP_LEVEL_RESULT_KEYS)}; a trial never stops on a "
+                f"{did_you_mean(new_key, known)}; a trial never stops on a "
                 "key that its results lack"
             )
         out[new_key] = value
@@ -683,7 +688,9 @@ def _normalize_experiment(
     if overrides.stop is not None:
         stop = dict(overrides.stop)
     else:
-        stop = translate_stop(spec.get("stop", {}), notices)
+        stop = translate_stop(
+            spec.get("stop", {}), notices, getattr(algo_cls, "TOP_LEVEL_RESULT_KEYS", ())
+        )
     return Experiment(
         name=name,
         run=spec["run"],

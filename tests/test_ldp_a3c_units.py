@@ -135,3 +135,10 @@ def test_gravity_env_draws_from_the_private_set_and_can_pin() -> None:
         gym.make(CARTPOLE_GRAVITY_ENV_ID, gravity_choices=[])
     with pytest.raises(PrivacyConfigError, match="gravity"):
         gym.make(CARTPOLE_GRAVITY_ENV_ID, gravty_choices=[9.8])
+
+
+def test_update_from_dict_rejects_a_typo_with_a_suggestion() -> None:
+    with pytest.raises(PrivacyConfigError, match="'epsilonn'.*did you mean 'epsilon'"):
+        LDPA3CConfig().update_from_dict({"epsilonn": 5.0})
+    config = LDPA3CConfig().update_from_dict({"epsilon": 5.0, "mechanism": "prs", "lr": 0.1})
+    assert (config.epsilon, config.mechanism, config.lr) == (5.0, "prs", 0.1)

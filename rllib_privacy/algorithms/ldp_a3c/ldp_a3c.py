@@ -159,6 +159,26 @@ class LDPA3CConfig(AlgorithmConfig):
                 setattr(self, name, value)
         return self
 
+    @override(AlgorithmConfig)
+    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
+        """Like RLlib's, but a key this config does not know is an error, not ignored.
+
+        ``AlgorithmConfig.update_from_dict`` (how YAML ``config:`` reaches a config)
+        silently sets any attribute; a typo such as ``epsilonn`` would then run a job
+        with the default ε.
+        """
+        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
+
+        allowed = allowed_config_keys(self)
+        for key in config_dict:
+            # Tune's own magic keys (__trial_info__, __stdout_file__, ...) pass through.
+            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
+                raise PrivacyConfigError(
+                    f"config key {key!r} is not known to {type(self).__name__}"
+                    f"{did_you_mean(key, allowed)}; see the README's LDPA3C key reference"
+                )
+        return super().update_from_dict(config_dict)
+
     @property
     def effective_clip(self) -> float:
         """C actually used: ``clip`` or the mechanism's paper default."""
@@ -372,6 +392,9 @@ def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray) -> np.ndar
 
 class LDPA3C(Algorithm):
     """PGC-A3C: the aggregator side (training_step) of Ono & Takahashi's Alg. 1."""
+
+    #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
+    TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
 
     @classmethod
     @override(Algorithm)
