@@ -198,24 +198,51 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         trajectory: _Trajectory,
         weights_version: int,
     ) -> GradientSubmission:
-        obs = torch.as_tensor(np.stack(trajectory.obs), dtype=torch.float32)
-        bootstrap = 0.0
-        if not trajectory.terminated:
-            with torch.no_grad():
-                last = torch.as_tensor(trajectory.last_obs, dtype=torch.float32)[None]
-                bootstrap = float(module.compute_values({Columns.OBS: last})[0])
         batch = {
-            Columns.OBS: obs,
+            Columns.OBS: torch.as_tensor(np.stack(trajectory.obs), dtype=torch.float32),
             Columns.ACTIONS: torch.as_tensor(trajectory.actions, dtype=torch.int64),
-            VALUE_TARGETS: torch.as_tensor(
-                discounted_value_targets(
-                    np.asarray(trajectory.rewards),
-                    bootstrap_value=bootstrap,
-                    gamma=self.config.gamma,
-                )
+            VALUE_TARGETS: self._value_targets(
+                module,
+                np.asarray(trajectory.rewards),
+                last_obs=trajectory.last_obs,
+                terminated=trajectory.terminated,
             ),
         }
-        batch = {DEFAULT_MODULE_ID: batch}
+        return self._privatized_submission(
+            learner,
+            module,
+            agent,
+            {DEFAULT_MODULE_ID: batch},
+            score=float(sum(trajectory.rewards)),
+            env_steps=len(trajectory.actions),
+            weights_version=weights_version,
+        )
+
+    def _value_targets(
+        self, module: Any, rewards: np.ndarray, *, last_obs: Any, terminated: bool
+    ) -> torch.Tensor:
+        """V̂_t of one episode, bootstrapped with V(s_T) unless it terminated."""
+        bootstrap = 0.0
+        if not terminated:
+            with torch.no_grad():
+                last = torch.as_tensor(last_obs, dtype=torch.float32)[None]
+                bootstrap = float(module.compute_values({Columns.OBS: last})[0])
+        return torch.as_tensor(
+            discounted_value_targets(rewards, bootstrap_value=bootstrap, gamma=self.config.gamma)
+        )
+
+    def _privatized_submission(
+        self,
+        learner: Learner,
+        module: Any,
+        agent: _LocalAgent,
+        batch: dict[str, Any],
+        *,
+        score: float,
+        env_steps: int,
+        weights_version: int,
+    ) -> GradientSubmission:
+        """One release of ``agent``: the batch's A3C gradient, privatized by the learner."""
         fwd_out = learner.module.forward_train(batch)
         losses = learner.compute_losses(fwd_out=fwd_out, batch=batch)
         gradients = learner.postprocess_gradients(learner.compute_gradients(losses))
@@ -229,7 +256,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             gradient=flat.detach().cpu().numpy().astype(np.float32),
             epsilon=float(mechanism.epsilon_per_release),
             mechanism=mechanism.name,
-            score=float(sum(trajectory.rewards)),
-            env_steps=len(trajectory.actions),
+            score=float(score),
+            env_steps=int(env_steps),
             weights_version=int(weights_version),
         )
