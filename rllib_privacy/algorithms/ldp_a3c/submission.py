@@ -43,7 +43,11 @@ class GradientSubmission:
         if self.gradient.dtype != np.float32:
             raise TypeError("GradientSubmission.gradient must be float32")
         if not np.all(np.isfinite(self.gradient)):
-            raise ValueError("GradientSubmission.gradient must be finite")
+            raise ValueError(
+                "GradientSubmission.gradient must be finite: the local agent's gradient "
+                "overflowed (training diverged; lower `lr`, or keep a mechanism's clipping "
+                "by using a finite `epsilon`)"
+            )
         for name in ("epsilon", "score"):
             value = getattr(self, name)
             if not isinstance(value, float) or math.isnan(value):
