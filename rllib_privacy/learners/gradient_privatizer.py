@@ -113,7 +113,9 @@ class LDPGradientPrivatizerMixin:
             offset += size
         metrics = self.metrics  # type: ignore[attr-defined]
         metrics.log_value(
-            (module_id, keys.LDP_NOISE_SCALE), mechanism.noise_scale(flat.numel()), window=1
+            (module_id, *keys.LDP_NOISE_SCALE.split("/")),
+            mechanism.noise_scale(flat.numel()),
+            window=1,
         )
-        metrics.log_value((module_id, keys.PRIVACY_RELEASES), 1, reduce="sum")
+        metrics.log_value((module_id, *keys.PRIVACY_RELEASES.split("/")), 1, reduce="sum")
         return out
