@@ -113,3 +113,29 @@ def test_non_private_run_improves_its_score(ray_session) -> None:
         algo.stop()
     # Scores are episode lengths (random policy: ~22); learning must at least double them.
     assert last > 2 * first, (first, last)
+
+
+def test_multi_round_agents_keep_their_gravity_and_split_epsilon(ray_session) -> None:
+    config = (
+        LDPA3CConfig(algo_class=RecordingLDPA3C)
+        .env_runners(num_env_runners=0)
+        .training(
+            mechanism="laplace",
+            epsilon=3.0,
+            submissions_per_agent=3,
+            submissions_per_iteration=12,
+        )
+    )
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+        agents = [item.agent_id for item in algo.received]
+        runner = algo.env_runner
+    finally:
+        algo.stop()
+    assert len(agents) == 12 and len(set(agents)) == 4
+    assert all(agents.count(a) == 3 for a in set(agents))
+    assert all(item.epsilon == pytest.approx(1.0) for item in algo.received)
+    # Sequential composition: 3 releases of ε/3 each = ε per agent, never more.
+    assert result["epsilon_per_agent"] == pytest.approx(3.0)
+    assert runner._agents[0].pinned_options["gravity"] in (9.7, 9.8, 9.9)

@@ -34,6 +34,10 @@ from typing_extensions import Self
 
 from rllib_privacy.accounting import LDPLedger
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
+    LDPA3CEnvRunner,
+    exploration_alpha,
+)
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
@@ -69,8 +73,6 @@ class LDPA3CConfig(AlgorithmConfig):
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or LDPA3C)
-        from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
-
         self.env = CARTPOLE_GRAVITY_ENV_ID
         self.env_runner_cls = LDPA3CEnvRunner
         self.num_env_runners = 2
@@ -440,6 +442,9 @@ class LDPA3C(Algorithm):
                 self._receive(self.env_runner.submit_gradients(**self._request_kwargs()))
         else:
             while self._scores.submissions < target:
+                if group.num_healthy_remote_workers() == 0:
+                    # RLlib restores failed EnvRunners before the next training_step.
+                    break
                 # One request in flight per runner (max_requests_in_flight_per_env_runner=1):
                 # runners that are busy are skipped, idle ones get the newest θ.
                 group.foreach_env_runner_async(
@@ -470,10 +475,10 @@ class LDPA3C(Algorithm):
 
     def _log_metrics(self, *, submissions_per_second: float) -> None:
         scores, ledger = self._scores, self._ledger
-        alpha_n = max(
-            0.0,
-            self.config.exploration_alpha
-            * (1.0 - scores.submissions / self.config.exploration_alpha_zero_at),
+        alpha_n = exploration_alpha(
+            scores.submissions,
+            initial=self.config.exploration_alpha,
+            zero_at=self.config.exploration_alpha_zero_at,
         )
         recent = float(np.mean(scores.recent)) if scores.recent else math.nan
         values = {

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.special
 import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
@@ -168,10 +169,9 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             batch = torch.as_tensor(np.stack([obs[i] for i in active]), dtype=torch.float32)
             with torch.no_grad():
                 logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
-            logits = logits.numpy().astype(np.float64)
+            logits = logits.cpu().numpy().astype(np.float64)
             if sample:
-                probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-                probs /= probs.sum(axis=1, keepdims=True)
+                probs = scipy.special.softmax(logits, axis=1)
                 u = self._explore_rng.random((len(active), 1))
                 actions = (u > np.cumsum(probs, axis=1)).sum(axis=1).clip(0, num_actions - 1)
             else:
