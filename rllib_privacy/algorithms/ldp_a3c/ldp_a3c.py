@@ -500,11 +500,8 @@ class LDPA3C(Algorithm):
             keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
             keys.PRIVACY_DELTA_SPENT: 0.0,
             keys.PRIVACY_RELEASES: ledger.num_releases,
-            NUM_ENV_STEPS_SAMPLED_LIFETIME: scores.env_steps,
             (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN): recent,
             (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN): recent,
-            (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME): scores.submissions,
-            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME): scores.env_steps,
         }
         if scores.fst is not None:
             values["fst"] = scores.fst
@@ -513,6 +510,15 @@ class LDPA3C(Algorithm):
             if isinstance(key, str) and "/" in key:
                 key = tuple(key.split("/"))
             self.metrics.log_value(key, value, window=1)
+        # RLlib itself reads the lifetime counters (stop checks, EnvRunner state sync
+        # on restore), so they are RLlib-style lifetime sums fed with increments.
+        for key, total in (
+            (NUM_ENV_STEPS_SAMPLED_LIFETIME, scores.env_steps),
+            ((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), scores.env_steps),
+            ((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), scores.submissions),
+        ):
+            logged = self.metrics.peek(key, default=0) or 0
+            self.metrics.log_value(key, total - logged, reduce="lifetime_sum")
 
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
