@@ -80,7 +80,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
         ("tuned_configs/ldp_a3c_prs.yaml", {"submissions_per_iteration": 20, "max_buffer": 5}),
         (
             "tuned_configs/ldp_a3c_sweep.yaml",
-            {"mechanism": "prs", "epsilon": 5.0, "submissions_per_iteration": 20},
+            {"epsilon": 5.0, "submissions_per_iteration": 20},
         ),
     ],
 )
