@@ -144,3 +144,23 @@ def test_multi_round_agents_keep_their_gravity_and_split_epsilon(ray_session) ->
     # Sequential composition: 3 releases of ε/3 each = ε per agent, never more.
     assert result["epsilon_per_agent"] == pytest.approx(3.0)
     assert runner._agents[0].pinned_options["gravity"] in (9.7, 9.8, 9.9)
+
+
+def test_lr_schedule_follows_env_steps(ray_session) -> None:
+    config = (
+        LDPA3CConfig()
+        .env_runners(num_env_runners=0)
+        .training(submissions_per_iteration=30, lr=[[0, 0.05], [100_000, 0.0]])
+    )
+    algo = config.build_algo()
+    try:
+        rates, steps = [], []
+        for _ in range(2):
+            result = algo.train()
+            rates.append(result["learners"]["default_policy"]["default_optimizer_learning_rate"])
+            steps.append(result["num_env_steps_sampled_lifetime"])
+    finally:
+        algo.stop()
+    # Linear interpolation, read at the env-step count of the iteration's last update.
+    assert rates[1] < rates[0] < 0.05
+    assert rates[0] >= 0.05 * (1 - steps[0] / 100_000) - 1e-9

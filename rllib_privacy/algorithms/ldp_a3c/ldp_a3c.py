@@ -27,6 +27,7 @@ from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_LEN_MEAN,
     EPISODE_RETURN_MEAN,
+    LEARNER_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_EPISODES_LIFETIME,
 )
@@ -274,7 +275,8 @@ class LDPA3CConfig(AlgorithmConfig):
             raise PrivacyConfigError(
                 f"config key 'debias' only applies to mechanism 'prs', got {self.mechanism!r}"
             )
-        _check_number("lr", self.lr, low=0.0)
+        if not isinstance(self.lr, list):  # a list is RLlib's schedule, checked by RLlib
+            _check_number("lr", self.lr, low=0.0)
         _check_number("gamma", self.gamma, low=0.0, high=1.0, inclusive_low=True)
         _check_number("vf_loss_coeff", self.vf_loss_coeff, low=0.0, inclusive_low=True)
         _check_number("entropy_coeff", self.entropy_coeff, low=0.0, inclusive_low=True)
@@ -377,8 +379,14 @@ def _flat_weights(learner: Learner) -> np.ndarray:
     return torch.nn.utils.parameters_to_vector(module.parameters()).detach().cpu().numpy()
 
 
-def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray) -> np.ndarray:
-    """θ ← optimizer step with mean(B) as the gradient; returns the new flat θ."""
+def _apply_mean_gradient(
+    learner: Learner, mean_gradient: np.ndarray, env_steps: int
+) -> np.ndarray:
+    """θ ← optimizer step with mean(B) as the gradient; returns the new flat θ.
+
+    ``after_gradient_based_update`` advances RLlib's learning-rate schedule (an ``lr``
+    given as ``[[env_steps, lr], ...]``) exactly as for RLlib's own algorithms.
+    """
     module = learner.module[DEFAULT_MODULE_ID]
     flat = torch.as_tensor(mean_gradient)
     grads, offset = {}, 0
@@ -389,7 +397,12 @@ def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray) -> np.ndar
         )
         offset += size
     learner.apply_gradients(grads)
+    learner.after_gradient_based_update(timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps})
     return _flat_weights(learner)
+
+
+def _reduce_learner_metrics(learner: Learner) -> dict[str, Any]:
+    return learner.metrics.reduce()
 
 
 class LDPA3C(Algorithm):
@@ -454,6 +467,8 @@ class LDPA3C(Algorithm):
                     tags="ldp_submit", timeout_seconds=0.002
                 ):
                     self._receive(submissions)
+        # The aggregator learner's own metrics (its learning rate) go to learners/.
+        self.metrics.aggregate([self._on_learner(_reduce_learner_metrics)], key=LEARNER_RESULTS)
         self._log_metrics(
             submissions_per_second=(self._scores.submissions - start_submissions)
             / max(time.perf_counter() - start, 1e-9)
@@ -469,7 +484,11 @@ class LDPA3C(Algorithm):
             self._scores.add(submission.score, submission.env_steps)
             mean_gradient = self._buffer.add(submission.gradient)
             if mean_gradient is not None:
-                self._weights = self._on_learner(_apply_mean_gradient, mean_gradient=mean_gradient)
+                self._weights = self._on_learner(
+                    _apply_mean_gradient,
+                    mean_gradient=mean_gradient,
+                    env_steps=self._scores.env_steps,
+                )
                 self._weights_version += 1
                 self._num_updates += 1
 
