@@ -13,11 +13,14 @@ def register_all() -> None:
     global _registered
     if _registered:
         return
-    from ray.tune.registry import register_trainable
+    from ray.tune.registry import register_env, register_trainable
 
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C
-    from rllib_privacy.envs import register_envs
+    from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity, register_envs
 
     register_envs()
+    # Also a Tune env: EnvRunner processes then get the creator from Ray's registry,
+    # whether or not they imported this package themselves.
+    register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
     register_trainable("LDPA3C", LDPA3C)
     _registered = True

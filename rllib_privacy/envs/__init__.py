@@ -12,6 +12,12 @@ CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
 ENV_IDS: tuple[str, ...] = (CARTPOLE_GRAVITY_ENV_ID,)
 
 
+def make_cartpole_gravity(env_config: dict | None = None) -> gym.Env:
+    """Env creator for Tune/RLlib: ``gym.make`` with the ``env_config`` keys as kwargs."""
+    register_envs()
+    return gym.make(CARTPOLE_GRAVITY_ENV_ID, **dict(env_config or {}))
+
+
 def register_envs() -> None:
     """Registers this package's environments with gymnasium (idempotent)."""
     if CARTPOLE_GRAVITY_ENV_ID not in gym.registry:
@@ -28,5 +34,6 @@ __all__ = [
     "ENV_IDS",
     "PAPER_GRAVITY_CHOICES",
     "CartPoleGravityEnv",
+    "make_cartpole_gravity",
     "register_envs",
 ]
