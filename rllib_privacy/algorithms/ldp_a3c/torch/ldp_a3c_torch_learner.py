@@ -65,7 +65,9 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
         vf_loss = reduce(torch.square(targets - values))
         policy_part = policy_loss - config.entropy_coeff * entropy
         value_part = config.vf_loss_coeff * vf_loss
-        self._loss_parts[module_id] = (policy_part, value_part)
+        if config.policy_clip_share is not None:
+            # compute_gradients() differentiates the two parts separately.
+            self._loss_parts[module_id] = (policy_part, value_part)
         return policy_part + value_part
 
     @override(TorchLearner)
