@@ -379,9 +379,7 @@ def _flat_weights(learner: Learner) -> np.ndarray:
     return torch.nn.utils.parameters_to_vector(module.parameters()).detach().cpu().numpy()
 
 
-def _apply_mean_gradient(
-    learner: Learner, mean_gradient: np.ndarray, env_steps: int
-) -> np.ndarray:
+def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray, env_steps: int) -> np.ndarray:
     """θ ← optimizer step with mean(B) as the gradient; returns the new flat θ.
 
     ``after_gradient_based_update`` advances RLlib's learning-rate schedule (an ``lr``
