@@ -133,14 +133,8 @@ def rllib_main(argv: Sequence[str] | None = None) -> int:
         The exit code (see the module docstring).
 
     """
-    parser = build_rllib_parser()
-    args = _parse(parser, argv)
-    if isinstance(args, int):
-        return args
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    return args.func(args)
+    args = _parse(build_rllib_parser(), argv)
+    return args if isinstance(args, int) else args.func(args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -486,11 +480,18 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> Any:
-    """Parse arguments; return argparse's exit code instead of exiting (for --help, errors)."""
+    """Parse arguments, or return an exit code (--help, errors, no subcommand given).
+
+    argparse's own exit is turned into its exit code instead of leaving the process.
+    """
     try:
-        return parser.parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args
 
 
 # --------------------------------------------------------------------------------------
@@ -592,13 +593,9 @@ def tools_main(argv: Sequence[str] | None = None) -> int:
         The exit code: 0 success, 2 bad arguments, otherwise the tool's own code.
 
     """
-    parser = build_tools_parser()
-    args = _parse(parser, argv)
+    args = _parse(build_tools_parser(), argv)
     if isinstance(args, int):
         return args
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
     try:
         return args.tool.run(args)
     except PrivacyConfigError as e:

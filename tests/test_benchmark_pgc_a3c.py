@@ -144,19 +144,7 @@ def test_reference_runner_matches_the_fast_runners_gradient() -> None:
             done=True,
         )
         fast = runner._submission(learner, module, _LocalAgent("a"), trajectory, 0)
-        batch = learner._learner_connector(
-            rl_module=learner.module,
-            batch={},
-            episodes=[episode],
-            shared_data={},
-            metrics=learner.metrics,
-        )
-        batch[DEFAULT_MODULE_ID]["value_targets"] = runner._value_targets(
-            module,
-            np.asarray(episode.get_rewards(), dtype=np.float64),
-            last_obs=episode.get_observations(-1),
-            terminated=episode.is_terminated,
-        )
+        batch = runner._episode_batch(learner, episode)
         reference = runner._privatized_submission(
             learner, module, _LocalAgent("b"), batch, score=1.0, env_steps=1, weights_version=0
         )

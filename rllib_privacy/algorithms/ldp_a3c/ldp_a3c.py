@@ -427,7 +427,6 @@ class LDPA3C(Algorithm):
             epsilon_budget_per_agent=float(config.epsilon) if config.is_private else math.inf
         )
         self._scores = _ScoreTracker(config.fst_target_score)
-        self._num_updates = 0
         self._mechanism = config.get_gradient_mechanism()
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
@@ -488,7 +487,6 @@ class LDPA3C(Algorithm):
                     env_steps=self._scores.env_steps,
                 )
                 self._weights_version += 1
-                self._num_updates += 1
 
     def _log_metrics(self, *, submissions_per_second: float) -> None:
         scores, ledger = self._scores, self._ledger
@@ -508,7 +506,8 @@ class LDPA3C(Algorithm):
             keys.LDP_EPSILON_PER_AGENT: ledger.max_epsilon_spent,
             keys.LDP_NOISE_SCALE: self._mechanism.noise_scale(self._weights.size),
             keys.LDP_BUFFER_SIZE: len(self._buffer),
-            keys.LDP_UPDATES: self._num_updates,
+            # Each update makes a new θ version.
+            keys.LDP_UPDATES: self._weights_version,
             keys.LDP_SUBMISSIONS_PER_SECOND: submissions_per_second,
             keys.LDP_EXPLORATION_ALPHA: alpha_n,
             # Always present (0/1) so that Tune can stop on it; `fst` itself only
@@ -555,7 +554,6 @@ class LDPA3C(Algorithm):
             "ledger": self._ledger.state_dict(),
             "buffer": self._buffer.state_dict(),
             "scores": self._scores.state_dict(),
-            "num_updates": self._num_updates,
             "weights_version": self._weights_version,
         }
         return state
@@ -569,6 +567,5 @@ class LDPA3C(Algorithm):
             self._ledger.load_state_dict(aggregator["ledger"])
             self._buffer.load_state_dict(aggregator["buffer"])
             self._scores.load_state_dict(aggregator["scores"])
-            self._num_updates = int(aggregator["num_updates"])
             self._weights_version = int(aggregator["weights_version"])
         self._weights = self._on_learner(_flat_weights)

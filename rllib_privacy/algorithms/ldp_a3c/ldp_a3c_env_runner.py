@@ -249,7 +249,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         flat = torch.cat(
             [gradients[learner.get_param_ref(p)].reshape(-1) for p in module.parameters()]
         )
-        mechanism = self.config.get_gradient_mechanism()
+        # The mechanism the learner just applied (built once and cached there).
+        mechanism = learner.gradient_mechanism_for_module(DEFAULT_MODULE_ID, self.config)
         agent.submissions += 1
         return GradientSubmission(
             agent_id=agent.agent_id,

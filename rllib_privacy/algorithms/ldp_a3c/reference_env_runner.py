@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner, _LocalAgent
@@ -92,19 +93,7 @@ class RLlibSamplingLDPA3CEnvRunner(LDPA3CEnvRunner):
         out: list[GradientSubmission] = []
         for _ in range(num_submissions):
             episode = self.sample(num_episodes=1, explore=True)[0]
-            batch = learner._learner_connector(
-                rl_module=learner.module,
-                batch={},
-                episodes=[episode],
-                shared_data={},
-                metrics=learner.metrics,
-            )
-            batch[DEFAULT_MODULE_ID][VALUE_TARGETS] = self._value_targets(
-                learner_module,
-                np.asarray(episode.get_rewards(), dtype=np.float64),
-                last_obs=episode.get_observations(-1),
-                terminated=episode.is_terminated,
-            )
+            batch = self._episode_batch(learner, episode)
             out.append(
                 self._privatized_submission(
                     learner,
@@ -121,3 +110,20 @@ class RLlibSamplingLDPA3CEnvRunner(LDPA3CEnvRunner):
         learner.metrics.reduce()
         self.get_metrics()
         return out
+
+    def _episode_batch(self, learner: Learner, episode: Any) -> dict[str, Any]:
+        """The train batch of one episode: RLlib's learner connector plus V̂_t."""
+        batch = learner._learner_connector(
+            rl_module=learner.module,
+            batch={},
+            episodes=[episode],
+            shared_data={},
+            metrics=learner.metrics,
+        )
+        batch[DEFAULT_MODULE_ID][VALUE_TARGETS] = self._value_targets(
+            learner.module[DEFAULT_MODULE_ID],
+            np.asarray(episode.get_rewards(), dtype=np.float64),
+            last_obs=episode.get_observations(-1),
+            terminated=episode.is_terminated,
+        )
+        return batch
