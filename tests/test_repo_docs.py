@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+import pytest
+from ray.tune.registry import get_trainable_cls
 
-from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
+from rllib_privacy._registration import ALGORITHM_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -31,12 +32,20 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_command in ci_script.splitlines()
 
 
-def test_every_ldpa3c_key_is_documented() -> None:
-    own_keys = set(vars(LDPA3CConfig())) - set(vars(AlgorithmConfig()))
-    own_keys = {k for k in own_keys if not k.startswith("_")}
-    assert own_keys, "LDPA3CConfig adds no keys?"
+def _own_config_keys(config_cls: type) -> set[str]:
+    """Keys a config class adds to the nearest RLlib config class it derives from."""
+    rllib_base = next(c for c in config_cls.__mro__[1:] if c.__module__.startswith("ray.rllib"))
+    own_keys = set(vars(config_cls())) - set(vars(rllib_base()))
+    return {k for k in own_keys if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_every_config_key_of_our_algorithms_is_documented(name: str) -> None:
+    config_cls = type(get_trainable_cls(name).get_default_config())
+    own_keys = _own_config_keys(config_cls)
+    assert own_keys, f"{config_cls.__name__} adds no keys?"
     missing = sorted(k for k in own_keys if f"`{k}`" not in README)
-    assert not missing, f"README does not document: {missing}"
+    assert not missing, f"README does not document {config_cls.__name__} keys: {missing}"
 
 
 def test_every_shipped_yaml_is_mentioned() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from rllib_privacy.envs.atari_ram import ram_env_id, register_ale_ram_envs
 from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityEnv
 
 #: gymnasium id of CartPole-v0 dynamics (200-step limit) with private per-agent gravity.
@@ -27,6 +28,7 @@ def register_envs() -> None:
             max_episode_steps=200,
             reward_threshold=195.0,
         )
+    register_ale_ram_envs()
 
 
 __all__ = [
@@ -35,5 +37,7 @@ __all__ = [
     "PAPER_GRAVITY_CHOICES",
     "CartPoleGravityEnv",
     "make_cartpole_gravity",
+    "ram_env_id",
+    "register_ale_ram_envs",
     "register_envs",
 ]
