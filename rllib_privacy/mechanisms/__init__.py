@@ -3,10 +3,22 @@
 Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
 Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3), plus
 :class:`GradientMechanism`, a validated spec that applies either (or none).
+
+The Dirichlet mechanism of Gohari et al., "Privacy-Preserving Kickstarting Deep Reinforcement
+Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma 1 radius and
+the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
 """
 
+from rllib_privacy.mechanisms.dirichlet import (
+    concentration_radius,
+    dirichlet_mechanism,
+    kickstart_threshold,
+    restrict_policy,
+    sample_dirichlet,
+)
 from rllib_privacy.mechanisms.gradient import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
+from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound, restricted_lipschitz
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
     prs_projection_matrix,
@@ -19,11 +31,18 @@ __all__ = [
     "MECHANISM_NAMES",
     "GradientMechanism",
     "clip_l1",
+    "concentration_radius",
+    "dirichlet_mechanism",
+    "kickstart_threshold",
     "laplace_gradient",
     "laplace_noise_scale",
+    "lipschitz_upper_bound",
     "projected_random_sign",
     "prs_projection_matrix",
     "prs_reduced_dim",
     "prs_sign_probability",
     "randomized_sign",
+    "restrict_policy",
+    "restricted_lipschitz",
+    "sample_dirichlet",
 ]

@@ -1,0 +1,339 @@
+"""The Dirichlet mechanism for releasing policies (Gohari et al., privacy-preserving kickstarting).
+
+Reference: P. Gohari, B. Chen, B. Wu, M. Hale, U. Topcu, "Privacy-Preserving Kickstarting Deep
+Reinforcement Learning with Privacy-Aware Learners", §3 (eq. 5, Theorem 1) and §4 (Lemma 1,
+eq. 15). See DESIGN.md §4.1-4.2. The privacy parameters (ε, δ) of a release are computed in
+:mod:`rllib_privacy.accounting.dirichlet`.
+
+A teacher's policy π(s) ∈ Δ_m is first restricted to Δ_{m,η} = {x : Σx = 1, x_i ≥ η} by mixing
+it with the uniform distribution, π̃ = (1 − mη)·π + η, and then released as one draw
+x ~ Dir(k·π̃), whose mean is π̃ and whose spread shrinks as k grows (Lemma 1).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from typing import Any, TypeVar
+
+import numpy as np
+
+from rllib_privacy.mechanisms._validation import (
+    as_float64_array,
+    check_finite_positive,
+    is_torch_tensor,
+)
+
+__all__ = [
+    "concentration_radius",
+    "dirichlet_mechanism",
+    "kickstart_threshold",
+    "restrict_policy",
+    "sample_dirichlet",
+]
+
+PolicyT = TypeVar("PolicyT")
+
+# Entries down to this value are tolerated as float round-off of a zero probability (and
+# clipped to 0); anything more negative is not a policy.
+_NEGATIVE_TOLERANCE = 1e-6
+# How far a row sum may be from 1 (float32 softmax outputs over many actions drift by ~1e-6).
+_SUM_TOLERANCE = 1e-4
+
+
+def _check_eta(eta: Any, num_actions: int) -> float:
+    if isinstance(eta, bool) or not isinstance(eta, numbers.Real) or not math.isfinite(eta):
+        raise ValueError(f"eta must be a finite number in [0, 1/m), got {eta!r}")
+    eta = float(eta)
+    if not 0.0 <= eta < 1.0 / num_actions:
+        raise ValueError(
+            f"eta must be in [0, 1/m) = [0, {1.0 / num_actions!r}) for m = {num_actions} "
+            f"actions, got {eta!r}"
+        )
+    return eta
+
+
+def _num_actions(policy: Any) -> int:
+    shape = tuple(policy.shape)
+    if len(shape) == 0 or shape[-1] < 2:
+        raise ValueError(
+            "policy must have the m >= 2 action probabilities in its last dimension, "
+            f"got shape {shape}"
+        )
+    if math.prod(shape) == 0:
+        raise ValueError(f"policy must have at least one row, got shape {shape}")
+    return shape[-1]
+
+
+def _validated_policy_numpy(policy: Any) -> np.ndarray:
+    """Return a validated, renormalized float64 copy of a numpy/array-like policy."""
+    array = as_float64_array("policy", policy)
+    _num_actions(array)
+    smallest = float(array.min())
+    if smallest < -_NEGATIVE_TOLERANCE:
+        raise ValueError(
+            f"policy is not a probability vector: it has a negative entry {smallest!r}"
+        )
+    np.clip(array, 0.0, None, out=array)
+    sums = array.sum(axis=-1, keepdims=True)
+    worst = float(np.max(np.abs(sums - 1.0)))
+    if worst > _SUM_TOLERANCE:
+        raise ValueError(
+            f"policy is not a probability vector: a row sums to 1 {worst:+.3g} away from 1 "
+            f"(allowed: within {_SUM_TOLERANCE})"
+        )
+    # Renormalize away the tolerated round-off so that π̃ lies exactly on Δ_{m,η}.
+    array /= sums
+    return array
+
+
+def _validated_policy_torch(policy: Any) -> Any:
+    """Return a validated, renormalized float64 copy of a torch policy (same device)."""
+    torch = sys.modules["torch"]
+    if policy.is_complex():
+        raise ValueError(f"policy must be real-valued, got dtype {policy.dtype}")
+    _num_actions(policy)
+    array = policy.detach().to(dtype=torch.float64)
+    if not bool(torch.isfinite(array).all()):
+        raise ValueError("policy must contain only finite values (got NaN or inf)")
+    smallest = float(array.min())
+    if smallest < -_NEGATIVE_TOLERANCE:
+        raise ValueError(
+            f"policy is not a probability vector: it has a negative entry {smallest!r}"
+        )
+    array = array.clamp(min=0.0)
+    sums = array.sum(dim=-1, keepdim=True)
+    worst = float((sums - 1.0).abs().max())
+    if worst > _SUM_TOLERANCE:
+        raise ValueError(
+            f"policy is not a probability vector: a row sums to 1 {worst:+.3g} away from 1 "
+            f"(allowed: within {_SUM_TOLERANCE})"
+        )
+    return array / sums
+
+
+def _restrict_float64(policy: Any, eta: Any) -> tuple[Any, float]:
+    """Validate and restrict; float64 numpy array or float64 tensor on the input's device."""
+    if is_torch_tensor(policy):
+        array = _validated_policy_torch(policy)
+    else:
+        array = _validated_policy_numpy(policy)
+    num_actions = array.shape[-1]
+    eta = _check_eta(eta, num_actions)
+    return (1.0 - num_actions * eta) * array + eta, eta
+
+
+def _restore(result: Any, like: Any) -> Any:
+    """Cast a float64 result back to ``like``'s kind, dtype and device."""
+    if is_torch_tensor(like):
+        torch = sys.modules["torch"]
+        dtype = like.dtype if like.is_floating_point() else torch.get_default_dtype()
+        if not is_torch_tensor(result):
+            result = torch.from_numpy(result)
+        return result.to(device=like.device, dtype=dtype)
+    if isinstance(like, np.ndarray) and np.issubdtype(like.dtype, np.floating):
+        return result.astype(like.dtype, copy=False)
+    return result
+
+
+def restrict_policy(policy: PolicyT, *, eta: float) -> PolicyT:
+    """Restrict a policy to Δ_{m,η} by mixing with uniform: π̃ = (1 − mη)·π + η.
+
+    Every entry of π̃ is at least η and rows still sum to 1. Mixing is (1 − mη)-Lipschitz in π,
+    so it multiplies the teacher network's Lipschitz constant by (1 − mη) (DESIGN §4.1).
+
+    Entries in [-1e-6, 0) are treated as round-off and clipped to 0, and rows are renormalized
+    before mixing (row sums must already be within 1e-4 of 1).
+
+    Args:
+        policy: Action probabilities, numpy array / array-like or torch tensor; the last
+            dimension holds the m >= 2 actions, leading dimensions are batch dimensions.
+        eta: The restriction η, a number in [0, 1/m).
+
+    Returns:
+        π̃, of the same kind, shape and floating dtype as ``policy`` (same device for torch,
+        detached from any autograd graph). Computed in float64.
+
+    Raises:
+        ValueError: If ``eta`` is outside [0, 1/m), or ``policy`` has fewer than 2 actions,
+            a NaN/inf entry, an entry < -1e-6, or a row whose sum is not 1 within 1e-4
+            ("policy is not a probability vector").
+
+    """
+    restricted, _ = _restrict_float64(policy, eta)
+    return _restore(restricted, policy)
+
+
+def _log_gamma_numpy(alpha: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    # log g with g ~ Gamma(α, 1), via g = G·U^{1/α}, G ~ Gamma(α + 1), U ~ U(0, 1] (Marsaglia
+    # & Tsang's boost): G never underflows because α + 1 >= 1, and log(U)/α is a finite, very
+    # negative number for tiny α where Gamma(α) itself would round to exactly 0.
+    positive = alpha > 0.0
+    safe_alpha = np.where(positive, alpha, 1.0)
+    gamma = rng.standard_gamma(safe_alpha + 1.0)
+    uniform = 1.0 - rng.random(size=alpha.shape)  # in (0, 1], so log never sees 0
+    log_g = np.log(gamma) + np.log(uniform) / safe_alpha
+    # A zero concentration (η = 0 and π_i = 0) is a point mass at x_i = 0.
+    return np.where(positive, log_g, -np.inf)
+
+
+def _log_gamma_torch(alpha: Any, generator: Any) -> Any:
+    # Same construction as _log_gamma_numpy, with torch's batched gamma sampler (the public
+    # torch.distributions.Gamma.sample takes no generator, torch._standard_gamma does).
+    torch = sys.modules["torch"]
+    positive = alpha > 0.0
+    safe_alpha = torch.where(positive, alpha, torch.ones_like(alpha))
+    gamma = torch._standard_gamma(safe_alpha + 1.0, generator=generator)
+    uniform = 1.0 - torch.rand(
+        alpha.shape, dtype=alpha.dtype, device=alpha.device, generator=generator
+    )
+    log_g = torch.log(gamma) + torch.log(uniform) / safe_alpha
+    return torch.where(positive, log_g, torch.full_like(log_g, -math.inf))
+
+
+def _normalize_log(log_g: Any) -> Any:
+    """Return g / Σg from log g, normalized by log-sum-exp.
+
+    The largest entry becomes ≈ 1, so a row can neither underflow to all zeros nor be NaN.
+    """
+    if is_torch_tensor(log_g):
+        torch = sys.modules["torch"]
+        return torch.softmax(log_g, dim=-1)
+    shifted = log_g - log_g.max(axis=-1, keepdims=True)
+    x = np.exp(shifted)
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
+
+
+def sample_dirichlet(alpha: Any, *, rng: Any) -> Any:
+    """Draw x ~ Dir(α) for every row of ``alpha`` in log space (safe for tiny α_i).
+
+    No validation beyond the generator type: callers pass float64 concentrations α_i >= 0 with
+    at least one positive entry per row (α_i = 0 gives x_i = 0).
+
+    Args:
+        alpha: float64 numpy array or torch tensor of concentrations, last dimension = m.
+        rng: ``np.random.Generator`` (numpy or torch ``alpha``) or ``torch.Generator`` (torch
+            ``alpha`` only, on the same device).
+
+    Returns:
+        Samples on the simplex, float64, same kind/shape/device as ``alpha``.
+
+    Raises:
+        ValueError: If ``rng`` is not a supported generator for ``alpha``.
+
+    """
+    if is_torch_tensor(alpha):
+        torch = sys.modules["torch"]
+        if isinstance(rng, torch.Generator):
+            return _normalize_log(_log_gamma_torch(alpha, rng))
+        if isinstance(rng, np.random.Generator):
+            draws = _normalize_log(_log_gamma_numpy(alpha.detach().cpu().numpy(), rng))
+            return torch.from_numpy(draws).to(device=alpha.device)
+        raise ValueError(
+            "rng must be a numpy.random.Generator or a torch.Generator for torch input, "
+            f"got {type(rng).__name__}"
+        )
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            "rng must be a numpy.random.Generator for numpy input "
+            f"(use np.random.default_rng(seed)), got {type(rng).__name__}"
+        )
+    return _normalize_log(_log_gamma_numpy(np.asarray(alpha, dtype=np.float64), rng))
+
+
+def dirichlet_mechanism(
+    policy: PolicyT,
+    *,
+    k: float,
+    eta: float,
+    rng: np.random.Generator | Any | None = None,
+) -> PolicyT:
+    """Release a policy through the Dirichlet mechanism: x ~ Dir(k·π̃), π̃ = (1 − mη)·π + η.
+
+    Formula (paper eq. 5): density Γ(k)·Π_i x_i^{kπ̃_i − 1} / Γ(kπ̃_i) on the simplex, mean π̃,
+    Var(x_i) = π̃_i(1 − π̃_i)/(k + 1). Each row is one release; its (ε, δ) follow from
+    Theorem 1 (:func:`rllib_privacy.accounting.dirichlet_privacy`), which assumes π̃ comes
+    from an L-Lipschitz map of the observation (sensitivity: ‖π̃(s) − π̃(s')‖₂ ≤ L·b for
+    b-adjacent observations) and η > 0.
+
+    Sampling: g_i ~ Gamma(kπ̃_i, 1) and x = g/Σg, done in log space (log g = log G + log(U)/α
+    with G ~ Gamma(α + 1), U ~ U(0, 1], then a log-sum-exp normalization) so that tiny
+    concentrations kπ̃_i (say k = 1e-3) never give NaN or an all-zero row. Float64 throughout;
+    the result is cast back to the input's dtype.
+
+    Args:
+        policy: The teacher's action probabilities, numpy array or torch tensor, last
+            dimension = m >= 2 actions, any leading batch dimensions (one release per row).
+        k: Concentration k, a finite number > 0 (larger = more accurate, less private).
+        eta: Restriction η in [0, 1/m) (the privacy analysis needs η > 0).
+        rng: ``np.random.Generator`` (numpy or torch input) or ``torch.Generator`` (torch
+            input, on the policy's device); None uses a fresh unseeded numpy generator.
+
+    Returns:
+        The released policies, same kind, shape and floating dtype as ``policy`` (same device
+        for torch, no autograd graph), every row on the simplex (entries >= 0, sum 1).
+
+    Raises:
+        ValueError: If ``k`` is not a finite number > 0, ``eta`` is outside [0, 1/m), the
+            policy is not a batch of probability vectors (see :func:`restrict_policy`), or
+            ``rng`` is not a supported generator.
+
+    """
+    k = check_finite_positive("k", k)
+    restricted, _ = _restrict_float64(policy, eta)
+    if rng is None:
+        rng = np.random.default_rng()
+    return _restore(sample_dirichlet(k * restricted, rng=rng), policy)
+
+
+def _check_beta(beta: Any) -> float:
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < beta < 1.0:
+        raise ValueError(f"beta must be a number in (0, 1), got {beta!r}")
+    return float(beta)
+
+
+def concentration_radius(*, k: float, beta: float) -> float:
+    """Lemma 1 radius r = sqrt(ln(1/β) / (2(k + 1))): P(‖Dir_k(π) − π‖₂ >= r) <= β.
+
+    Args:
+        k: Concentration k, a number > 0 (``math.inf`` gives 0: no noise).
+        beta: Failure probability β in (0, 1).
+
+    Returns:
+        The radius r >= 0.
+
+    Raises:
+        ValueError: If ``k`` is not a number > 0 or ``beta`` is not in (0, 1).
+
+    """
+    k = check_finite_positive("k", k, allow_inf=True)
+    beta = _check_beta(beta)
+    if math.isinf(k):
+        return 0.0
+    return math.sqrt(math.log(1.0 / beta) / (2.0 * (k + 1.0)))
+
+
+def kickstart_threshold(*, k: float, beta: float, lam: float) -> float:
+    """Privacy-aware kickstart threshold α_λ = λ·sqrt(ln(1/β) / (2(k + 1))) (paper eq. 15).
+
+    The student's kickstart term φ_λ is switched off inside the α_λ ball around the released
+    policy. λ = 0 gives the privacy-unaware student; k = ∞ (no mechanism) gives α_λ = 0.
+
+    Args:
+        k: Concentration k, a number > 0 or ``math.inf``.
+        beta: Confidence parameter β in (0, 1).
+        lam: Shrink factor λ, a finite number >= 0.
+
+    Returns:
+        α_λ >= 0.
+
+    Raises:
+        ValueError: If ``k`` is not > 0, ``beta`` is not in (0, 1) or ``lam`` is not a finite
+            number >= 0.
+
+    """
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 <= lam < math.inf:
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+    return float(lam) * concentration_radius(k=k, beta=beta)

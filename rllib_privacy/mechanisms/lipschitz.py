@@ -1,0 +1,159 @@
+"""Upper bounds on the L2→L2 Lipschitz constant of a feed-forward torch network.
+
+Theorem 1 of Gohari et al. (privacy-preserving kickstarting) needs the Lipschitz constant L of
+the map from observations to the released (restricted) policy: b-adjacent observations then
+give policies at L2 distance at most L·b. For a chain f = f_n ∘ … ∘ f_1, Lip(f) <= Π Lip(f_i)
+(Szegedy et al. 2014), with Lip(x ↦ Wx + c) = ‖W‖₂, the largest singular value. This product
+is a valid but often loose bound; tighter estimates (e.g. LipSDP, Fazlyab et al. 2019) need
+an SDP solver and are not provided.
+
+Two facts the caller combines with the result (DESIGN §4.1):
+
+* softmax is 1-Lipschitz in L2 (its Jacobian diag(p) − ppᵀ has spectral norm <= 1/2), so the
+  bound for the logits network is also a bound for the policy softmax(logits);
+* the η-restriction π̃ = (1 − mη)·π + η multiplies the constant by (1 − mη)
+  (:func:`restricted_lipschitz`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import TYPE_CHECKING
+
+from rllib_privacy.mechanisms.dirichlet import _check_eta
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["lipschitz_upper_bound", "restricted_lipschitz"]
+
+# Exact Lipschitz constant of SiLU, x·σ(x): max |d/dx| = 1.0998 (at x ≈ 2.4).
+_SILU_LIPSCHITZ = 1.0998
+
+
+@functools.cache
+def _fixed_constants() -> dict[type, float]:
+    """Element-wise activations and shape-only layers with a fixed L2 Lipschitz constant."""
+    # torch is imported lazily so that `import rllib_privacy.mechanisms` stays torch-free.
+    from torch import nn
+
+    return {
+        nn.ReLU: 1.0,
+        nn.ReLU6: 1.0,
+        nn.Tanh: 1.0,
+        nn.Hardtanh: 1.0,
+        nn.Softplus: 1.0,
+        nn.SiLU: _SILU_LIPSCHITZ,
+        nn.Sigmoid: 0.25,
+        nn.Softmax: 1.0,
+        nn.Identity: 1.0,
+        nn.Flatten: 1.0,
+    }
+
+
+def _leaf_constant(module: nn.Module) -> float:
+    """Return the Lipschitz constant of one leaf module, or raise for unsupported ones."""
+    import torch
+    from torch import nn
+
+    # Exact type checks: a subclass may override forward() and change the constant.
+    if type(module) is nn.Linear:
+        weight = module.weight.detach().to(dtype=torch.float64)
+        return float(torch.linalg.matrix_norm(weight, ord=2))
+    if type(module) is nn.LeakyReLU:
+        # Slopes 1 and negative_slope: Lip = max(1, |negative_slope|).
+        return max(1.0, abs(float(module.negative_slope)))
+    if type(module) is nn.ELU:
+        # Derivative is 1 for x > 0 and α·eˣ < α for x < 0.
+        return max(1.0, abs(float(module.alpha)))
+    if type(module) is nn.Dropout:
+        if module.training and module.p > 0.0:
+            raise ValueError(
+                "lipschitz_upper_bound: Dropout in training mode is random and rescales by "
+                "1/(1 - p); call .eval() on the network first"
+            )
+        return 1.0
+    constant = _fixed_constants().get(type(module))
+    if constant is not None:
+        return constant
+    raise ValueError(
+        f"lipschitz_upper_bound: unsupported layer type {type(module).__name__} ({module!r}); "
+        "supported: Linear, ReLU, ReLU6, LeakyReLU, ELU, Tanh, Hardtanh, Softplus, SiLU, "
+        "Sigmoid, Softmax, Identity, Dropout (eval), Flatten"
+    )
+
+
+def lipschitz_upper_bound(*modules: nn.Module) -> float:
+    """Return an upper bound on the L2→L2 Lipschitz constant of a feed-forward torch chain.
+
+    Walks the leaf modules of ``modules`` in order (``module.modules()`` order, i.e. the order
+    in which the layers were registered), treating them as one chain x ↦ f_n(…f_1(x)), and
+    multiplies ‖W‖₂ (``torch.linalg.matrix_norm(W, ord=2)``) of every ``nn.Linear`` with the
+    constants of the activations: ReLU/ReLU6/Tanh/Hardtanh/Softplus/Identity/Flatten/Softmax
+    1, LeakyReLU max(1, |slope|), ELU max(1, α), SiLU 1.0998, Sigmoid 1/4, Dropout 1 (eval
+    mode only). Biases do not change the constant.
+
+    Only pass the modules on the path from the observation to the logits, in order (e.g. the
+    encoder and the policy head of an RLModule, not the value head): the function cannot see
+    a module's ``forward`` and trusts that it applies its children in registration order,
+    without skip connections. Layers it cannot bound (Conv, normalization, attention, …) are
+    rejected rather than guessed.
+
+    Args:
+        *modules: One or more ``torch.nn.Module`` forming the chain, first layer first.
+
+    Returns:
+        The product of the per-layer constants (1.0 for a chain with no layers), a float >= 0.
+
+    Raises:
+        ValueError: If no module is given, an argument is not an ``nn.Module``, or a leaf layer
+            is of an unsupported type (the message names the type), or Dropout is in
+            training mode.
+
+    """
+    from torch import nn
+
+    if not modules:
+        raise ValueError("lipschitz_upper_bound needs at least one torch.nn.Module")
+    bound = 1.0
+    for position, module in enumerate(modules):
+        if not isinstance(module, nn.Module):
+            raise ValueError(
+                f"lipschitz_upper_bound: argument {position} must be a torch.nn.Module, "
+                f"got {type(module).__name__}"
+            )
+        for leaf in module.modules():
+            if next(leaf.children(), None) is None:
+                bound *= _leaf_constant(leaf)
+    return bound
+
+
+def restricted_lipschitz(lipschitz: float, *, eta: float, num_actions: int) -> float:
+    """Lipschitz constant of π̃ = (1 − mη)·π + η given that of π: (1 − mη)·L.
+
+    Args:
+        lipschitz: Lipschitz constant L of the unrestricted policy map, a finite number >= 0.
+        eta: Restriction η in [0, 1/m).
+        num_actions: m, an int >= 2.
+
+    Returns:
+        (1 − mη)·L.
+
+    Raises:
+        ValueError: If an argument is out of range (the message names it).
+
+    """
+    if isinstance(num_actions, bool) or not isinstance(num_actions, numbers.Integral):
+        raise ValueError(f"num_actions must be an int >= 2, got {num_actions!r}")
+    if num_actions < 2:
+        raise ValueError(f"num_actions must be an int >= 2, got {num_actions!r}")
+    if (
+        isinstance(lipschitz, bool)
+        or not isinstance(lipschitz, numbers.Real)
+        or not 0.0 <= lipschitz < math.inf
+    ):
+        raise ValueError(f"lipschitz must be a finite number >= 0, got {lipschitz!r}")
+    eta = _check_eta(eta, num_actions)
+    return (1.0 - num_actions * eta) * float(lipschitz)
