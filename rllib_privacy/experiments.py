@@ -20,7 +20,12 @@ as :class:`~rllib_privacy.errors.ExperimentFileError` whose message starts with 
 and the experiment name. Tune's own variant generator expands ``grid_search`` so that
 every variant's config is built and validated by the algorithm's own config class.
 
-Algorithm config classes can take part in validation through two optional hooks:
+Algorithm config classes can take part in validation through three optional hooks:
+
+* ``normalize_config_dict(d) -> d`` (a classmethod or staticmethod on the config class):
+  called once with the experiment's config dict (before grid variants are expanded) to
+  rewrite values that must be fixed before Ray starts, e.g. relative paths made absolute
+  because Tune runs every trial in its own working directory.
 
 * ``validate_config_dict(d)`` (a classmethod or staticmethod on the config class): called
   with every resolved variant's config dict; raises
@@ -800,6 +805,9 @@ def _finalize_config(
     """
     config = dict(config)
     default = algo_cls.get_default_config()
+    normalize = getattr(type(default), "normalize_config_dict", None)
+    if callable(normalize):
+        config = normalize(config)
     _force_new_api_stack(config, label)
     _force_torch(config, label)
     class_envs = _normalize_env(config, default.env, label)

@@ -44,6 +44,7 @@ from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Paper defaults of the clipping size C per mechanism (§4, "Hyper Parameters").
 DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "none": 1.0}
@@ -58,7 +59,7 @@ SCORE_WINDOW = 10
 HEADLINE_KEYS = ("score_moving_mean", "epsilon_per_agent", "submissions", "fst")
 
 
-class LDPA3CConfig(AlgorithmConfig):
+class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
     """Configuration of PGC-A3C (``LDPA3C``); defaults are the paper's settings.
 
     Example::
@@ -71,6 +72,8 @@ class LDPA3CConfig(AlgorithmConfig):
         )
         algo = config.build_algo()
     """
+
+    key_reference = "LDPA3C"
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or LDPA3C)
@@ -161,26 +164,6 @@ class LDPA3CConfig(AlgorithmConfig):
             if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
                 setattr(self, name, value)
         return self
-
-    @override(AlgorithmConfig)
-    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
-        """Like RLlib's, but a key this config does not know is an error, not ignored.
-
-        ``AlgorithmConfig.update_from_dict`` (how YAML ``config:`` reaches a config)
-        silently sets any attribute; a typo such as ``epsilonn`` would then run a job
-        with the default ε.
-        """
-        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
-
-        allowed = allowed_config_keys(self)
-        for key in config_dict:
-            # Tune's own magic keys (__trial_info__, __stdout_file__, ...) pass through.
-            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
-                raise PrivacyConfigError(
-                    f"config key {key!r} is not known to {type(self).__name__}"
-                    f"{did_you_mean(key, allowed)}; see the README's LDPA3C key reference"
-                )
-        return super().update_from_dict(config_dict)
 
     @property
     def effective_clip(self) -> float:

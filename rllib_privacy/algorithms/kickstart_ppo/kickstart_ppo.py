@@ -1,0 +1,310 @@
+"""KickstartPPO: privacy-preserving kickstarting (Gohari et al.) on RLlib's PPO.
+
+Who trusts whom (DESIGN §3): the teacher is a separate party. The algorithm starts it
+as a Ray actor (``TeacherServer``) that loads the teacher checkpoint in its own process;
+the student's learners only hold a ``TeacherClient`` and receive Dir_k(π̃(s)) for the
+states they trained on. The teacher owns its ledger and stops answering when its budget
+or ``teacher_min_k`` is reached; from then on the kickstart term is masked off and the
+student learns from its own rewards only.
+
+Per training iteration: the teacher starts a rollout (k ← c·k after the first), PPO
+samples, the learner connector asks the teacher once per collected sample, and the loss
+adds ``kickstart_coeff · mean φ_λ``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import ray
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+)
+from typing_extensions import Self
+
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.learners.kickstart_loss import (
+    ACTIVE_FRACTION_METRIC,
+    ALPHA_LAMBDA_METRIC,
+    ANSWERED_FRACTION_METRIC,
+    LOSS_METRIC,
+    KickstartLossSettings,
+)
+from rllib_privacy.teachers import (
+    TeacherClient,
+    TeacherServer,
+    TeacherSettings,
+    check_teacher_spaces,
+    resolve_teacher_checkpoint,
+)
+from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.strict_config import StrictConfigMixin
+
+#: Top-level result keys, first in every result (Tune's progress table shows them).
+HEADLINE_KEYS = (
+    "episode_return_mean",
+    "teacher_epsilon_spent",
+    "teacher_k",
+    "teacher_sharing",
+)
+
+#: KickstartPPOConfig attribute → TeacherSettings field.
+_TEACHER_FIELDS = {
+    "teacher_mechanism": "mechanism",
+    "teacher_k": "k",
+    "teacher_vanishing_coefficient": "vanishing_coefficient",
+    "teacher_eta": "eta",
+    "teacher_tau": "tau",
+    "teacher_adjacency": "adjacency",
+    "teacher_lipschitz": "lipschitz",
+    "teacher_epsilon_budget": "epsilon_budget",
+    "teacher_delta_budget": "delta_budget",
+    "teacher_min_k": "min_k",
+    "teacher_composition": "composition",
+    "teacher_delta_samples": "delta_samples",
+    "teacher_delta_confidence": "delta_confidence",
+    "teacher_seed": "seed",
+}
+
+
+class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
+    """PPO config plus the teacher (``teacher_*``) and kickstart-term (``kickstart_*``) keys.
+
+    Example::
+
+        config = (
+            KickstartPPOConfig()
+            .environment("CartPole-v1")
+            .training(teacher_checkpoint="~/ray_results/kickstart-teacher-cartpole",
+                      teacher_vanishing_coefficient=0.9, kickstart_lambda=0.5)
+        )
+    """
+
+    key_reference = "KickstartPPO"
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        super().__init__(algo_class=algo_class or KickstartPPO)
+        defaults = TeacherSettings()
+        self.teacher_checkpoint: str | None = None
+        for attribute, field in _TEACHER_FIELDS.items():
+            setattr(self, attribute, getattr(defaults, field))
+        loss_defaults = KickstartLossSettings()
+        self.kickstart_coeff = loss_defaults.coeff
+        self.kickstart_lambda = loss_defaults.lam
+        self.kickstart_beta = loss_defaults.beta
+        self.kickstart_loss = loss_defaults.loss
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        teacher_checkpoint: str = NotProvided,
+        teacher_mechanism: str = NotProvided,
+        teacher_k: float = NotProvided,
+        teacher_vanishing_coefficient: float = NotProvided,
+        teacher_eta: float = NotProvided,
+        teacher_tau: float = NotProvided,
+        teacher_adjacency: float = NotProvided,
+        teacher_lipschitz: float | None = NotProvided,
+        teacher_epsilon_budget: float = NotProvided,
+        teacher_delta_budget: float = NotProvided,
+        teacher_min_k: float = NotProvided,
+        teacher_composition: str = NotProvided,
+        teacher_delta_samples: int = NotProvided,
+        teacher_delta_confidence: float = NotProvided,
+        teacher_seed: int | None = NotProvided,
+        kickstart_coeff: float = NotProvided,
+        kickstart_lambda: float = NotProvided,
+        kickstart_beta: float = NotProvided,
+        kickstart_loss: str = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """PPO's ``training()`` plus the keys of the README's KickstartPPO key reference."""
+        super().training(**kwargs)
+        for name, value in list(locals().items()):
+            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    def teacher_settings(self) -> TeacherSettings:
+        """The teacher's mechanism and budget settings (validated)."""
+        return TeacherSettings(
+            **{field: getattr(self, attribute) for attribute, field in _TEACHER_FIELDS.items()}
+        )
+
+    @override(PPOConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        """PPO's torch learner with the kickstart term and teacher connector."""
+        from rllib_privacy.algorithms.kickstart_ppo.torch.kickstart_ppo_torch_learner import (
+            KickstartPPOTorchLearner,
+        )
+
+        return KickstartPPOTorchLearner
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        """PPO's checks plus the teacher's and the kickstart term's; messages name the key."""
+        super().validate()
+        self.validate_kickstart_settings()
+
+    def validate_kickstart_settings(self) -> None:
+        """Raises PrivacyConfigError for a bad teacher or kickstart setting (no Ray needed)."""
+        self.teacher_settings()
+        KickstartLossSettings.from_config(self)
+        if self.teacher_checkpoint is None:
+            raise PrivacyConfigError(
+                "teacher_checkpoint is required: the path of a trained teacher (RLlib "
+                "checkpoint, Tune trial or experiment folder, or RLModule folder)"
+            )
+        resolve_teacher_checkpoint(self.teacher_checkpoint)
+
+    @staticmethod
+    def normalize_config_dict(config: dict[str, Any]) -> dict[str, Any]:
+        """Make ``teacher_checkpoint`` absolute before Tune moves trials to their own folders."""
+        value = config.get("teacher_checkpoint")
+        if isinstance(value, dict) and isinstance(value.get("grid_search"), list):
+            config["teacher_checkpoint"] = {
+                "grid_search": [_absolute(v) for v in value["grid_search"]]
+            }
+        elif value is not None:
+            config["teacher_checkpoint"] = _absolute(value)
+        return config
+
+
+class KickstartPPO(PPO):
+    """PPO whose student learns from a privatized teacher (see module docstring)."""
+
+    #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
+    TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
+
+    @classmethod
+    @override(PPO)
+    def get_default_config(cls) -> KickstartPPOConfig:
+        """Returns the default KickstartPPOConfig."""
+        return KickstartPPOConfig()
+
+    @override(PPO)
+    def setup(self, config: AlgorithmConfig) -> None:
+        """Builds PPO, starts the teacher actor, checks its spaces, attaches it to the learners."""
+        super().setup(config)
+        settings = config.teacher_settings()
+        checkpoint = str(resolve_teacher_checkpoint(config.teacher_checkpoint))
+        actor_cls = ray.remote(num_cpus=0, max_restarts=0)(TeacherServer)
+        self._teacher = TeacherClient(actor_cls.remote(checkpoint, settings.to_dict()))
+        teacher_obs, teacher_act = self._teacher.spaces()
+        student_obs, student_act = self._student_spaces()
+        check_teacher_spaces(
+            teacher_obs=teacher_obs,
+            teacher_act=teacher_act,
+            student_obs=student_obs,
+            student_act=student_act,
+            where=str(config.teacher_checkpoint),
+        )
+        self.learner_group.foreach_learner(
+            lambda learner, teacher: learner.set_kickstart_teacher(teacher), teacher=self._teacher
+        )
+        self._private = settings.mechanism != "none"
+
+    def _student_spaces(self) -> tuple[Any, Any]:
+        spaces = self.spaces or {}
+        for key in (DEFAULT_MODULE_ID, "__env_single__"):
+            if key in spaces:
+                return spaces[key]
+        module = self.learner_group._learner.module[DEFAULT_MODULE_ID]
+        return module.observation_space, module.action_space
+
+    @override(PPO)
+    def training_step(self) -> None:
+        """Starts the teacher's rollout (k decay, budget check), then one PPO iteration."""
+        self._teacher.start_rollout(expected_states=self.config.total_train_batch_size)
+        super().training_step()
+        self._log_kickstart_metrics(self._teacher.stats())
+
+    def _log_kickstart_metrics(self, teacher: dict[str, float]) -> None:
+        values: dict[str, float] = {
+            keys.KICKSTART_K: teacher["k"],
+            keys.KICKSTART_TEACHER_SHARING: teacher["sharing"],
+            keys.KICKSTART_TEACHER_ANSWERED: teacher["answered"],
+            keys.KICKSTART_TEACHER_REFUSED: teacher["refused"],
+            "teacher_k": teacher["k"],
+            "teacher_sharing": teacher["sharing"],
+        }
+        if not math.isnan(teacher["stopped_at_rollout"]):
+            values[keys.KICKSTART_TEACHER_STOPPED_AT] = teacher["stopped_at_rollout"]
+        if self._private:
+            values.update(
+                {
+                    keys.PRIVACY_EPSILON_SPENT: teacher["epsilon_spent"],
+                    keys.PRIVACY_DELTA_SPENT: teacher["delta_spent"],
+                    keys.PRIVACY_RELEASES: teacher["releases"],
+                    keys.KICKSTART_EPSILON_PER_RELEASE: teacher["epsilon_per_release"],
+                    keys.KICKSTART_DELTA_PER_RELEASE: teacher["delta_per_release"],
+                    "teacher_epsilon_spent": teacher["epsilon_spent"],
+                }
+            )
+        for learner_key, result_key in (
+            (LOSS_METRIC, keys.KICKSTART_LOSS),
+            (ACTIVE_FRACTION_METRIC, keys.KICKSTART_ACTIVE_FRACTION),
+            (ANSWERED_FRACTION_METRIC, keys.KICKSTART_ANSWERED_FRACTION),
+            (ALPHA_LAMBDA_METRIC, keys.KICKSTART_ALPHA_LAMBDA),
+        ):
+            value = self.metrics.peek(
+                (LEARNER_RESULTS, DEFAULT_MODULE_ID, learner_key), default=None
+            )
+            if value is not None:
+                values[result_key] = float(value)
+        for key, value in values.items():
+            self.metrics.log_value(tuple(key.split("/")) if "/" in key else key, value, window=1)
+
+    @override(Algorithm)
+    def step(self) -> dict[str, Any]:
+        """One iteration; headline keys first, env steps as ``timesteps_total``."""
+        results = super().step()
+        env_runners = results.get(ENV_RUNNER_RESULTS, {})
+        results["episode_return_mean"] = env_runners.get(EPISODE_RETURN_MEAN, math.nan)
+        results["timesteps_total"] = results.get(
+            NUM_ENV_STEPS_SAMPLED_LIFETIME, env_runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+        )
+        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
+        return {**head, **{k: v for k, v in results.items() if k not in head}}
+
+    @override(Algorithm)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """RLlib's state plus the teacher's (ledger, k schedule, counts; never weights)."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state["kickstart_teacher"] = self._teacher.get_state()
+        return state
+
+    @override(Algorithm)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's state and the teacher's (its spent budget never resets)."""
+        super().set_state(state)
+        if "kickstart_teacher" in state:
+            self._teacher.set_state(state["kickstart_teacher"])
+
+    @override(Algorithm)
+    def cleanup(self) -> None:
+        """Stops the teacher actor with the algorithm."""
+        teacher = getattr(self, "_teacher", None)
+        if teacher is not None:
+            teacher.shutdown()
+        super().cleanup()
+
+
+def _absolute(value: Any) -> Any:
+    if isinstance(value, str) and value:
+        return os.path.abspath(os.path.expanduser(value))
+    return value

@@ -1,0 +1,117 @@
+"""Learner connector piece that asks the kickstarting teacher once per collected sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
+from ray.rllib.utils.annotations import override
+
+#: Train-batch columns this piece adds.
+TEACHER_POLICY = "kickstart_teacher_policy"
+TEACHER_MASK = "kickstart_teacher_mask"
+TEACHER_K = "kickstart_teacher_k"
+
+
+class KickstartTeacherConnector(ConnectorV2):
+    """Adds the teacher's privatized policy, a mask and k to the train batch.
+
+    Runs in the Learner pipeline after RLlib's default pieces (the batch already holds
+    tensors), once per ``Learner.update`` call, i.e. once per collected batch and before
+    it is split into epochs and minibatches: every sample is asked about once, so the
+    teacher's budget is spent once per sample. Only samples in the loss (``loss_mask``;
+    PPO adds one masked bootstrap step per episode chunk) are sent to the teacher.
+
+    Rows the teacher refused (budget spent, or before a teacher is attached) get
+    mask 0 and a zero policy; the loss mixin ignores them.
+
+    Args:
+        input_observation_space: Passed to ConnectorV2.
+        input_action_space: Passed to ConnectorV2.
+        module_id: The RLModule the teacher kickstarts.
+        num_actions: m, the number of discrete actions.
+
+    """
+
+    def __init__(
+        self,
+        input_observation_space: Any = None,
+        input_action_space: Any = None,
+        *,
+        module_id: str = DEFAULT_MODULE_ID,
+        num_actions: int,
+    ) -> None:
+        super().__init__(input_observation_space, input_action_space)
+        self.module_id = module_id
+        self.num_actions = int(num_actions)
+        self.teacher: Any = None
+        self._queries = 0
+        self._answered = 0
+        self._refused = 0
+
+    def set_teacher(self, teacher: Any) -> None:
+        """Attach a ``TeacherClient`` (the only way this piece reaches the teacher)."""
+        self.teacher = teacher
+
+    @override(ConnectorV2)
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: dict[str, Any],
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Ask the teacher about this batch's samples and add its answer as columns."""
+        import torch
+
+        module_batch = batch.get(self.module_id)
+        if module_batch is None:
+            return batch
+        obs = module_batch[Columns.OBS]
+        size = int(obs.shape[0])
+        in_loss = _as_numpy(module_batch.get(Columns.LOSS_MASK, np.ones(size, dtype=bool)))
+        in_loss = in_loss.astype(bool)
+        policies = np.zeros((size, self.num_actions), dtype=np.float32)
+        mask = np.zeros(size, dtype=np.float32)
+        k = np.zeros(size, dtype=np.float32)
+        asked = int(in_loss.sum())
+        if asked:
+            self._queries += 1
+            answer = self.teacher.answer(_as_numpy(obs)[in_loss]) if self.teacher else None
+            if answer is not None and answer.answered:
+                policies[in_loss] = answer.policies
+                mask[in_loss] = 1.0
+                k[in_loss] = answer.k
+                self._answered += asked
+            else:
+                self._refused += asked
+        device = obs.device if isinstance(obs, torch.Tensor) else None
+        for column, values in ((TEACHER_POLICY, policies), (TEACHER_MASK, mask), (TEACHER_K, k)):
+            module_batch[column] = (
+                torch.from_numpy(values).to(device) if device is not None else values
+            )
+        return batch
+
+    @override(ConnectorV2)
+    def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
+        """Counts of queries and of answered/refused samples (the ledger is the teacher's)."""
+        return {"queries": self._queries, "answered": self._answered, "refused": self._refused}
+
+    @override(ConnectorV2)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore the counts."""
+        self._queries = int(state.get("queries", 0))
+        self._answered = int(state.get("answered", 0))
+        self._refused = int(state.get("refused", 0))
+
+
+def _as_numpy(values: Any) -> np.ndarray:
+    if hasattr(values, "detach"):
+        return values.detach().cpu().numpy()
+    return np.asarray(values)

@@ -1,0 +1,205 @@
+"""Learner mixin adding the (privacy-aware) kickstart term to any TorchLearner's loss.
+
+Gohari et al. (eq. 15-17; DESIGN §4.2): with the teacher's privatized policy π^t(s)
+drawn from Dir_k and the student's π_θ(s),
+
+    α_λ = λ·sqrt(ln(1/β) / (2(k + 1)))          (Lemma 1 radius, shrunk by λ)
+    φ_λ(s) = ‖π_θ(s) − π^t(s)‖₂ · 1{‖π_θ(s) − π^t(s)‖₂ > α_λ}
+    L = L_base + coeff · mean_s φ_λ(s)
+
+over the samples the teacher answered. λ = 0 is the privacy-unaware student; a teacher
+without mechanism (k = ∞, α_λ = 0) gives plain kickstarting with the L2 term, and
+``loss="cross_entropy"`` gives Schmitt et al.'s H(π^t, π_θ) term instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.utils.annotations import override
+
+from rllib_privacy.connectors.kickstart_teacher import (
+    TEACHER_K,
+    TEACHER_MASK,
+    TEACHER_POLICY,
+    KickstartTeacherConnector,
+)
+from rllib_privacy.errors import PrivacyConfigError
+
+KICKSTART_LOSSES: tuple[str, ...] = ("thresholded_l2", "cross_entropy")
+
+#: Learner metric names (logged under the module id; the algorithm copies them to
+#: ``kickstart/...`` result keys).
+LOSS_METRIC = "kickstart_loss"
+ACTIVE_FRACTION_METRIC = "kickstart_active_fraction"
+ALPHA_LAMBDA_METRIC = "kickstart_alpha_lambda"
+ANSWERED_FRACTION_METRIC = "kickstart_answered_fraction"
+_CONNECTOR_STATE = "kickstart_teacher_connector"
+
+
+@dataclass(frozen=True)
+class KickstartLossSettings:
+    """The student's kickstart term.
+
+    Attributes:
+        coeff: Weight of the term next to the base loss (≥ 0).
+        lam: λ ≥ 0 shrinking the Lemma 1 radius (0: privacy-unaware).
+        beta: β in (0, 1), the confidence of Lemma 1.
+        loss: ``"thresholded_l2"`` (φ_λ) or ``"cross_entropy"`` (Schmitt et al.).
+
+    """
+
+    coeff: float = 1.0
+    lam: float = 0.5
+    beta: float = 0.05
+    loss: str = "thresholded_l2"
+
+    def __post_init__(self) -> None:
+        """Validate; messages name the ``kickstart_*`` config keys."""
+        for name, value in (("kickstart_coeff", self.coeff), ("kickstart_lambda", self.lam)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise PrivacyConfigError(f"{name} must be a number >= 0, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise PrivacyConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        if isinstance(self.beta, bool) or not isinstance(self.beta, int | float):
+            raise PrivacyConfigError(f"kickstart_beta must be in (0, 1), got {self.beta!r}")
+        if not 0.0 < self.beta < 1.0:
+            raise PrivacyConfigError(f"kickstart_beta must be in (0, 1), got {self.beta!r}")
+        if self.loss not in KICKSTART_LOSSES:
+            raise PrivacyConfigError(
+                f"kickstart_loss must be one of {list(KICKSTART_LOSSES)}, got {self.loss!r}"
+            )
+
+    @classmethod
+    def from_config(cls, config: Any) -> KickstartLossSettings:
+        """From the config's ``kickstart_*`` keys, else ``learner_config_dict["kickstart"]``."""
+        if hasattr(config, "kickstart_coeff"):
+            return cls(
+                coeff=config.kickstart_coeff,
+                lam=config.kickstart_lambda,
+                beta=config.kickstart_beta,
+                loss=config.kickstart_loss,
+            )
+        values = dict((getattr(config, "learner_config_dict", None) or {}).get("kickstart", {}))
+        unknown = sorted(set(values) - {"coeff", "lambda", "beta", "loss"})
+        if unknown:
+            raise PrivacyConfigError(
+                f"learner_config_dict['kickstart'] has unknown keys {unknown}; "
+                "allowed: coeff, lambda, beta, loss"
+            )
+        if "lambda" in values:
+            values["lam"] = values.pop("lambda")
+        return cls(**values)
+
+
+class KickstartLossMixin:
+    """Adds ``coeff · mean φ_λ`` to a TorchLearner's loss, from teacher answers in the batch.
+
+    Put it before the learner class, e.g.
+    ``class MyLearner(KickstartLossMixin, PPOTorchLearner)``. It appends a
+    ``KickstartTeacherConnector`` to the learner pipeline in ``build()``; the algorithm
+    attaches the teacher with ``set_kickstart_teacher``. The connector's counts are part
+    of the Learner's state (RLlib does not checkpoint learner-connector state itself).
+    Discrete (Categorical) action spaces only.
+    """
+
+    @override(Learner)
+    def build(self) -> None:
+        """Builds the learner, then appends the teacher connector to its pipeline."""
+        super().build()
+        self.kickstart_settings = KickstartLossSettings.from_config(self.config)
+        self._kickstart_connector: KickstartTeacherConnector | None = None
+        if self._learner_connector is not None:
+            module = next(iter(self.module._rl_modules.values()))
+            if not hasattr(module.action_space, "n"):
+                raise PrivacyConfigError(
+                    f"kickstarting needs a Discrete action space, got {module.action_space}"
+                )
+            self._kickstart_connector = KickstartTeacherConnector(
+                module_id=next(iter(self.module._rl_modules)),
+                num_actions=int(module.action_space.n),
+            )
+            self._learner_connector.append(self._kickstart_connector)
+
+    def set_kickstart_teacher(self, teacher: Any) -> None:
+        """Attach the teacher client that the connector asks."""
+        if self._kickstart_connector is None:
+            raise RuntimeError("this Learner has no learner connector to ask a teacher from")
+        self._kickstart_connector.set_teacher(teacher)
+
+    def kickstart_counts(self) -> dict[str, int]:
+        """The connector's query/answered/refused counts."""
+        if self._kickstart_connector is None:
+            return {"queries": 0, "answered": 0, "refused": 0}
+        return self._kickstart_connector.get_state()
+
+    @override(TorchLearner)
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> Any:
+        """Base loss plus the kickstart term on the samples the teacher answered."""
+        import torch
+
+        base = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+        if TEACHER_POLICY not in batch:
+            return base
+        settings = self.kickstart_settings
+        logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+        teacher = batch[TEACHER_POLICY].to(logits.dtype)
+        if Columns.LOSS_MASK in batch:
+            in_loss = batch[Columns.LOSS_MASK].to(logits.dtype)
+        else:
+            in_loss = torch.ones(logits.shape[0], dtype=logits.dtype, device=logits.device)
+        answered = batch[TEACHER_MASK].to(logits.dtype) * in_loss
+        num_answered, num_in_loss = answered.sum(), in_loss.sum()
+        alpha = kickstart_alpha(batch[TEACHER_K].to(logits.dtype), settings)
+        if settings.loss == "thresholded_l2":
+            distance = torch.linalg.vector_norm(torch.softmax(logits, dim=-1) - teacher, dim=-1)
+            active = (distance > alpha).to(logits.dtype) * answered
+            per_sample = distance * active
+        else:
+            per_sample = -(teacher * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+            active = answered
+        term = (per_sample * answered).sum() / torch.clamp(num_answered, min=1.0)
+        mean_alpha = (alpha * answered).sum() / torch.clamp(num_answered, min=1.0)
+        self.metrics.log_dict(
+            {
+                LOSS_METRIC: term,
+                ACTIVE_FRACTION_METRIC: active.sum() / torch.clamp(num_in_loss, min=1.0),
+                ANSWERED_FRACTION_METRIC: num_answered / torch.clamp(num_in_loss, min=1.0),
+                ALPHA_LAMBDA_METRIC: mean_alpha,
+            },
+            key=module_id,
+            window=1,
+        )
+        return base + settings.coeff * term
+
+    @override(Learner)
+    def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
+        """RLlib's learner state plus the teacher connector's counts."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._kickstart_connector is not None:
+            state[_CONNECTOR_STATE] = self._kickstart_connector.get_state()
+        return state
+
+    @override(Learner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's learner state and the teacher connector's counts."""
+        super().set_state(state)
+        if self._kickstart_connector is not None and _CONNECTOR_STATE in state:
+            self._kickstart_connector.set_state(state[_CONNECTOR_STATE])
+
+
+def kickstart_alpha(k: Any, settings: KickstartLossSettings) -> Any:
+    """α_λ = λ·sqrt(ln(1/β)/(2(k+1))) elementwise on a tensor of k (k = ∞ gives 0)."""
+    import torch
+
+    radius = torch.sqrt(math.log(1.0 / settings.beta) / (2.0 * (k + 1.0)))
+    return settings.lam * radius

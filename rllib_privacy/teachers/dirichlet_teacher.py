@@ -1,0 +1,438 @@
+"""The kickstarting teacher as its own trust domain (DESIGN §3, §4.1).
+
+The teacher holds its network and answers batches of observations with privatized
+policies x ~ Dir(k·π̃(s)) (Gohari et al., "Privacy-Preserving Kickstarting Deep
+Reinforcement Learning with Privacy-Aware Learners", §3-4). Its weights and its raw
+policy π(s) never leave it: the only methods student code can call return privatized
+policies, the k they were drawn with, and privacy bookkeeping.
+
+It also owns its budget. At the start of each rollout (training iteration) k is
+multiplied by the vanishing coefficient c (k_t = k₀·c^t); every answered state is one
+release at (ε(k_t), δ(k_t)) (eq. 12 and eq. 6) recorded in a ``TeacherLedger``. The
+teacher stops sharing for good, and refuses every later request, once
+
+* k_t falls below ``min_k``, or
+* the rollout that starts would exceed the ε or δ budget at its expected size, or
+* a request cannot be afforded in full (requests are answered all or nothing).
+
+ε(k) of eq. 12 is not monotone as k → 0 (its lnΓ terms grow), so "k = 0" in the paper's
+words is implemented as "stop answering", not as answering with a tiny k.
+
+In a Ray job the teacher runs as an actor (``TeacherServer``) created by the algorithm,
+so that its weights stay in a process the student's learners cannot read; tests and
+single-process use may hold a ``DirichletTeacher`` directly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from rllib_privacy.errors import PrivacyConfigError
+
+#: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
+TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
+COMPOSITIONS: tuple[str, ...] = ("basic", "advanced")
+
+
+@dataclass(frozen=True)
+class TeacherSettings:
+    """How the teacher privatizes and budgets its answers.
+
+    Attributes:
+        mechanism: ``"dirichlet"`` or ``"none"`` (raw policy, no privacy: plain kickstarting).
+        k: Initial concentration k₀ of the Dirichlet mechanism (paper: 5).
+        vanishing_coefficient: c in (0, 1]; k is multiplied by c at each rollout after the first.
+        eta: η of the restricted simplex Δ_{m,η}, 0 < η < 1/m.
+        tau: τ of eq. 6 and 12, 0 < τ < η.
+        adjacency: b, the L2 radius of adjacent observations (Definition 1).
+        lipschitz: L of the teacher network s ↦ softmax(logits); None computes an upper bound
+            from its weights (product of spectral norms).
+        epsilon_budget: Total ε the teacher may spend (composition over all answered states).
+        delta_budget: Total δ the teacher may spend.
+        min_k: Stop sharing once k_t < min_k.
+        composition: ``"basic"`` or ``"advanced"`` composition in the ledger.
+        delta_samples: Monte Carlo samples for δ's upper confidence bound.
+        delta_confidence: Confidence of that bound.
+        seed: Seed of the teacher's noise (None: fresh OS entropy).
+
+    """
+
+    mechanism: str = "dirichlet"
+    k: float = 5.0
+    vanishing_coefficient: float = 0.9
+    eta: float = 0.01
+    tau: float = 0.001
+    adjacency: float = 0.01
+    lipschitz: float | None = None
+    epsilon_budget: float = 1.0e6
+    delta_budget: float = 1.0
+    min_k: float = 1.0e-3
+    composition: str = "basic"
+    delta_samples: int = 100_000
+    delta_confidence: float = 0.95
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        """Validates every field; messages name the config key ``teacher_<field>``."""
+        _check_choice("teacher_mechanism", self.mechanism, TEACHER_MECHANISMS)
+        _check_choice("teacher_composition", self.composition, COMPOSITIONS)
+        _check_positive("teacher_k", self.k)
+        coefficient = _check_positive("teacher_vanishing_coefficient", self.vanishing_coefficient)
+        if coefficient > 1.0:
+            raise PrivacyConfigError(
+                f"teacher_vanishing_coefficient must be in (0, 1], got {self.vanishing_coefficient}"
+            )
+        eta = _check_positive("teacher_eta", self.eta)
+        tau = _check_positive("teacher_tau", self.tau)
+        if tau >= eta:
+            raise PrivacyConfigError(
+                f"teacher_tau must be in (0, teacher_eta={eta}), got {self.tau}"
+            )
+        _check_positive("teacher_adjacency", self.adjacency, allow_zero=True)
+        if self.lipschitz is not None:
+            _check_positive("teacher_lipschitz", self.lipschitz, allow_zero=True)
+        _check_positive("teacher_epsilon_budget", self.epsilon_budget, allow_inf=True)
+        delta_budget = _check_positive("teacher_delta_budget", self.delta_budget)
+        if delta_budget > 1.0:
+            raise PrivacyConfigError(
+                f"teacher_delta_budget must be in (0, 1], got {self.delta_budget}"
+            )
+        _check_positive("teacher_min_k", self.min_k, allow_zero=True)
+        if not isinstance(self.delta_samples, int) or self.delta_samples < 100:
+            raise PrivacyConfigError(
+                f"teacher_delta_samples must be an int >= 100, got {self.delta_samples!r}"
+            )
+        confidence = _check_positive("teacher_delta_confidence", self.delta_confidence)
+        if confidence >= 1.0:
+            raise PrivacyConfigError(
+                f"teacher_delta_confidence must be in (0, 1), got {self.delta_confidence}"
+            )
+        if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
+            raise PrivacyConfigError(
+                f"teacher_seed must be a non-negative int or null, got {self.seed!r}"
+            )
+
+    def check_num_actions(self, num_actions: int) -> None:
+        """Raise if η is not below 1/m for this action space."""
+        if self.mechanism == "dirichlet" and self.eta >= 1.0 / num_actions:
+            raise PrivacyConfigError(
+                f"teacher_eta must be below 1/m = {1.0 / num_actions:.4g} for {num_actions} "
+                f"actions, got {self.eta}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict of the settings."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TeacherSettings:
+        """Inverse of ``to_dict``; unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise PrivacyConfigError(f"unknown teacher settings {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TeacherAnswer:
+    """What the student side receives for one request.
+
+    Attributes:
+        policies: (N, m) float32 privatized policies, or None when the teacher refused.
+        k: Concentration used (``inf`` for mechanism none, 0 when refused).
+
+    """
+
+    policies: np.ndarray | None
+    k: float
+
+    @property
+    def answered(self) -> bool:
+        """Whether the teacher answered (all or nothing per request)."""
+        return self.policies is not None
+
+
+class DirichletTeacher:
+    """A trained policy network that answers only with Dirichlet-privatized policies.
+
+    Args:
+        module: The teacher's RLModule (discrete actions; ``forward_inference`` returns
+            logits under ``action_dist_inputs``). It stays inside this object.
+        settings: Mechanism and budget settings.
+
+    """
+
+    def __init__(self, module: Any, settings: TeacherSettings) -> None:
+        import gymnasium as gym
+
+        if not isinstance(module.action_space, gym.spaces.Discrete):
+            raise PrivacyConfigError(
+                "the teacher's action space must be Discrete for the Dirichlet mechanism, "
+                f"got {module.action_space}"
+            )
+        self._module = module
+        self._settings = settings
+        self.num_actions = int(module.action_space.n)
+        settings.check_num_actions(self.num_actions)
+        self.observation_space = module.observation_space
+        self.action_space = module.action_space
+        self._rng = np.random.default_rng(settings.seed)
+        self._network_lipschitz = (
+            float(settings.lipschitz)
+            if settings.lipschitz is not None
+            else _module_lipschitz(module)
+        )
+        self._ledger = self._new_ledger()
+        self._privacy_cache: dict[float, tuple[float, float]] = {}
+        self._k = float(settings.k)
+        self._rollouts = 0
+        self._sharing = True
+        self._stopped_at_rollout: int | None = None
+        self._answered = 0
+        self._refused = 0
+        self._requests = 0
+
+    @classmethod
+    def from_checkpoint(cls, path: str, settings: TeacherSettings) -> DirichletTeacher:
+        """Load the teacher's RLModule from a checkpoint path (see ``teachers.loading``)."""
+        from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
+
+        return cls(load_teacher_module(resolve_teacher_checkpoint(path)), settings)
+
+    # ---- what the student side may call -------------------------------------------
+
+    def spaces(self) -> tuple[Any, Any]:
+        """(observation space, action space) the teacher was trained with."""
+        return self.observation_space, self.action_space
+
+    @property
+    def restricted_lipschitz(self) -> float:
+        """L of s ↦ π̃(s) = (1 − mη)·π(s) + η, the constant eq. 12 uses."""
+        return (1.0 - self.num_actions * self._settings.eta) * self._network_lipschitz
+
+    def release_privacy(self, k: float) -> tuple[float, float]:
+        """(ε, δ) of one answered state at concentration k (eq. 12; eq. 6 upper bound)."""
+        if self._settings.mechanism == "none":
+            return math.inf, 0.0
+        if k not in self._privacy_cache:
+            from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
+
+            s = self._settings
+            epsilon = dirichlet_epsilon(
+                k=k,
+                eta=s.eta,
+                tau=s.tau,
+                lipschitz=self.restricted_lipschitz,
+                adjacency=s.adjacency,
+                num_actions=self.num_actions,
+            )
+            # δ's Monte Carlo draws use their own seeded stream so that they do not
+            # shift the noise stream of the answers.
+            delta = dirichlet_delta(
+                k=k,
+                eta=s.eta,
+                tau=s.tau,
+                num_actions=self.num_actions,
+                num_samples=s.delta_samples,
+                confidence=s.delta_confidence,
+                rng=np.random.default_rng([7, self._rollouts]),
+            )
+            self._privacy_cache[k] = (float(epsilon), float(delta))
+        return self._privacy_cache[k]
+
+    def start_rollout(self, *, expected_states: int) -> dict[str, Any]:
+        """Begin a rollout: decay k and decide whether this rollout can be answered.
+
+        Args:
+            expected_states: How many states the student will ask about in this rollout
+                (its train batch size); the rollout is only shared if all of them fit.
+
+        Returns:
+            ``stats()`` after the decision.
+
+        """
+        if self._rollouts > 0:
+            self._k *= self._settings.vanishing_coefficient
+        self._rollouts += 1
+        if self._sharing and self._settings.mechanism == "dirichlet":
+            if self._k < self._settings.min_k:
+                self._stop()
+            else:
+                epsilon, delta = self.release_privacy(self._k)
+                if not self._ledger.can_afford(
+                    epsilon=epsilon, delta=delta, count=int(expected_states)
+                ):
+                    self._stop()
+        return self.stats()
+
+    def answer(self, observations: np.ndarray) -> TeacherAnswer:
+        """Privatized policies for a batch of observations, or a refusal.
+
+        Args:
+            observations: (N, ...) observations from the student's environment.
+
+        Returns:
+            A ``TeacherAnswer``; every answered row is one release in the ledger.
+
+        """
+        import torch
+
+        observations = np.asarray(observations)
+        count = int(observations.shape[0])
+        self._requests += 1
+        if count == 0:
+            return TeacherAnswer(np.zeros((0, self.num_actions), np.float32), self._k)
+        if not self._sharing:
+            self._refused += count
+            return TeacherAnswer(None, 0.0)
+        if self._settings.mechanism == "dirichlet":
+            epsilon, delta = self.release_privacy(self._k)
+            if not self._ledger.can_afford(epsilon=epsilon, delta=delta, count=count):
+                self._stop()
+                self._refused += count
+                return TeacherAnswer(None, 0.0)
+        with torch.no_grad():
+            obs = torch.as_tensor(observations, dtype=torch.float32)
+            logits = self._module.forward_inference({"obs": obs})["action_dist_inputs"]
+            policy = torch.softmax(logits.float(), dim=-1).double().numpy()
+        if self._settings.mechanism == "none":
+            self._answered += count
+            return TeacherAnswer(policy.astype(np.float32), math.inf)
+        from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
+
+        privatized = dirichlet_mechanism(policy, k=self._k, eta=self._settings.eta, rng=self._rng)
+        self._ledger.record(k=self._k, epsilon=epsilon, delta=delta, count=count)
+        self._answered += count
+        return TeacherAnswer(np.asarray(privatized, dtype=np.float32), self._k)
+
+    def stats(self) -> dict[str, float]:
+        """Budget and sharing figures for metrics (no weights, no raw policies)."""
+        private = self._settings.mechanism == "dirichlet"
+        epsilon, delta = self.release_privacy(self._k) if private else (math.inf, 0.0)
+        return {
+            "k": self._k if self._sharing else 0.0,
+            "rollouts": self._rollouts,
+            "sharing": float(self._sharing),
+            "stopped_at_rollout": (
+                float(self._stopped_at_rollout) if self._stopped_at_rollout else math.nan
+            ),
+            "answered": self._answered,
+            "refused": self._refused,
+            "requests": self._requests,
+            "epsilon_spent": self._ledger.epsilon_spent if private else math.inf,
+            "delta_spent": self._ledger.delta_spent if private else 0.0,
+            "releases": self._ledger.num_releases if private else self._answered,
+            "epsilon_per_release": epsilon,
+            "delta_per_release": delta,
+            "epsilon_budget": self._settings.epsilon_budget,
+            "lipschitz": self.restricted_lipschitz,
+        }
+
+    def get_state(self) -> dict[str, Any]:
+        """Checkpointable state: ledger, k schedule, counts, noise stream (no weights)."""
+        return {
+            "settings": self._settings.to_dict(),
+            "ledger": self._ledger.state_dict(),
+            "k": self._k,
+            "rollouts": self._rollouts,
+            "sharing": self._sharing,
+            "stopped_at_rollout": self._stopped_at_rollout,
+            "answered": self._answered,
+            "refused": self._refused,
+            "requests": self._requests,
+            "rng": self._rng.bit_generator.state,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore ``get_state()``; the spent budget continues, never resets."""
+        self._ledger.load_state_dict(state["ledger"])
+        self._k = float(state["k"])
+        self._rollouts = int(state["rollouts"])
+        self._sharing = bool(state["sharing"])
+        stopped = state["stopped_at_rollout"]
+        self._stopped_at_rollout = None if stopped is None else int(stopped)
+        self._answered = int(state["answered"])
+        self._refused = int(state["refused"])
+        self._requests = int(state["requests"])
+        self._rng.bit_generator.state = state["rng"]
+
+    # ---- internals ---------------------------------------------------------------
+
+    def _new_ledger(self) -> Any:
+        from rllib_privacy.accounting.teacher_ledger import TeacherLedger
+
+        return TeacherLedger(
+            epsilon_budget=self._settings.epsilon_budget,
+            delta_budget=self._settings.delta_budget,
+            composition=self._settings.composition,
+        )
+
+    def _stop(self) -> None:
+        if self._sharing:
+            self._sharing = False
+            self._stopped_at_rollout = self._rollouts
+
+
+class TeacherServer(DirichletTeacher):
+    """``DirichletTeacher`` built inside its own process from a checkpoint path.
+
+    Used as a Ray actor (``ray.remote(num_cpus=0)(TeacherServer)``) so the weights are
+    loaded in, and never leave, the teacher's process.
+
+    Args:
+        checkpoint: Teacher checkpoint path (see ``teachers.loading``).
+        settings: ``TeacherSettings.to_dict()``.
+
+    """
+
+    def __init__(self, checkpoint: str, settings: dict[str, Any]) -> None:
+        from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
+
+        module = load_teacher_module(resolve_teacher_checkpoint(checkpoint))
+        super().__init__(module, TeacherSettings.from_dict(settings))
+
+
+def _module_lipschitz(module: Any) -> float:
+    """Upper bound on L of obs ↦ softmax(logits) for RLlib's default MLP modules."""
+    from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
+
+    encoder = getattr(module, "encoder", None)
+    head = getattr(module, "pi", None)
+    actor = getattr(encoder, "actor_encoder", None) or getattr(encoder, "encoder", None)
+    if actor is None or head is None:
+        raise PrivacyConfigError(
+            f"cannot bound the Lipschitz constant of a {type(module).__name__} (expected "
+            "RLlib's default encoder + pi head); set teacher_lipschitz explicitly"
+        )
+    try:
+        # softmax is 1-Lipschitz (L2), so the logits' bound is the policy's bound.
+        return float(lipschitz_upper_bound(actor, head))
+    except ValueError as e:
+        raise PrivacyConfigError(f"{e}; set teacher_lipschitz explicitly") from None
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PrivacyConfigError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def _check_positive(
+    name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PrivacyConfigError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    bad = math.isnan(number) or (math.isinf(number) and not allow_inf)
+    bad = bad or number < 0 or (number == 0 and not allow_zero)
+    if bad:
+        allowed = ">= 0" if allow_zero else "> 0"
+        raise PrivacyConfigError(
+            f"{name} must be a finite number {allowed}{' or inf' if allow_inf else ''}, "
+            f"got {value!r}"
+        )
+    return number

@@ -1,0 +1,126 @@
+"""Finding and loading a teacher's RLModule from what ``rllib train`` writes to disk.
+
+A teacher is named in YAML by a path (``teacher_checkpoint``). Accepted, in this order:
+
+* an RLModule folder (``.../rl_module/default_policy``, written by ``RLModule.save_to_path``);
+* an Algorithm checkpoint (a folder with ``rllib_checkpoint.json`` and
+  ``learner_group/learner/rl_module/<module_id>``);
+* a Tune trial folder: its newest ``checkpoint_*`` is used;
+* a Tune experiment folder with exactly one trial: that trial's newest checkpoint.
+
+Paths are resolved to absolute paths before Ray starts, because Tune runs each trial in
+its own working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rllib_privacy.errors import PrivacyConfigError
+
+DEFAULT_MODULE_ID = "default_policy"
+_MODULE_SUBPATH = ("learner_group", "learner", "rl_module")
+_CHECKPOINT_DIR = re.compile(r"^checkpoint_(\d+)$")
+
+
+def resolve_teacher_checkpoint(
+    path: str | Path, *, module_id: str = DEFAULT_MODULE_ID, key: str = "teacher_checkpoint"
+) -> Path:
+    """Return the absolute RLModule folder that ``path`` designates.
+
+    Args:
+        path: One of the forms listed in the module docstring (``~`` is expanded).
+        module_id: Which RLModule of an Algorithm checkpoint to use.
+        key: Config key named in error messages.
+
+    Raises:
+        PrivacyConfigError: Nothing loadable at ``path``; the message says what was found.
+
+    """
+    if not isinstance(path, str | Path) or not str(path):
+        raise PrivacyConfigError(f"{key} must be a path, got {path!r}")
+    root = Path(path).expanduser().resolve()
+    if not root.exists():
+        raise PrivacyConfigError(
+            f"{key} {str(path)!r} does not exist (train the teacher first, e.g. "
+            "`rllib train -f tuned_configs/kickstart_teacher_cartpole.yaml`)"
+        )
+    if _is_module_dir(root):
+        return root
+    checkpoint = _newest_checkpoint(root, key=key) if not _is_algorithm_checkpoint(root) else root
+    module_dir = checkpoint.joinpath(*_MODULE_SUBPATH, module_id)
+    if not _is_module_dir(module_dir):
+        found = sorted(p.name for p in checkpoint.joinpath(*_MODULE_SUBPATH).glob("*"))
+        raise PrivacyConfigError(
+            f"{key}: checkpoint {str(checkpoint)!r} has no RLModule {module_id!r} "
+            f"(modules found: {found or 'none'})"
+        )
+    return module_dir
+
+
+def load_teacher_module(module_dir: str | Path) -> Any:
+    """Load the teacher's RLModule (inference only, eval mode) from an RLModule folder."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module = RLModule.from_checkpoint(str(module_dir))
+    module.eval()
+    return module
+
+
+def check_teacher_spaces(
+    *, teacher_obs: Any, teacher_act: Any, student_obs: Any, student_act: Any, where: str
+) -> None:
+    """Raise if the teacher was trained on other observation or action spaces.
+
+    Raises:
+        PrivacyConfigError: The spaces differ; the message shows both.
+
+    """
+    for what, teacher, student in (
+        ("observation", teacher_obs, student_obs),
+        ("action", teacher_act, student_act),
+    ):
+        if teacher != student:
+            raise PrivacyConfigError(
+                f"teacher_checkpoint {where!r} was trained with {what} space {teacher}, "
+                f"but the student's environment has {student}"
+            )
+
+
+def _is_module_dir(path: Path) -> bool:
+    return (path / "module_state.pkl").exists() or (
+        (path / "class_and_ctor_args.pkl").exists() and any(path.glob("module_state*"))
+    )
+
+
+def _is_algorithm_checkpoint(path: Path) -> bool:
+    return (path / "rllib_checkpoint.json").exists() and path.joinpath(*_MODULE_SUBPATH).is_dir()
+
+
+def _checkpoints_in(trial: Path) -> list[Path]:
+    found = [
+        p for p in trial.iterdir() if _CHECKPOINT_DIR.match(p.name) and _is_algorithm_checkpoint(p)
+    ]
+    return sorted(found, key=lambda p: int(_CHECKPOINT_DIR.match(p.name).group(1)))
+
+
+def _newest_checkpoint(root: Path, *, key: str) -> Path:
+    if not root.is_dir():
+        raise PrivacyConfigError(f"{key} {str(root)!r} is not a folder")
+    checkpoints = _checkpoints_in(root)
+    if checkpoints:
+        return checkpoints[-1]
+    trials = [p for p in sorted(root.iterdir()) if p.is_dir() and _checkpoints_in(p)]
+    if len(trials) == 1:
+        return _checkpoints_in(trials[0])[-1]
+    if not trials:
+        raise PrivacyConfigError(
+            f"{key} {str(root)!r} holds no RLlib checkpoint (expected an RLModule folder, "
+            "an Algorithm checkpoint, or a Tune trial/experiment folder with checkpoint_*)"
+        )
+    names = ", ".join(t.name for t in trials)
+    raise PrivacyConfigError(
+        f"{key} {str(root)!r} holds {len(trials)} trials ({names}); point it at one of them"
+    )
