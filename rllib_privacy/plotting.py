@@ -1,0 +1,756 @@
+"""Paper-style learning curves from Ray Tune result folders (``rllib-privacy plot``).
+
+Reads the folders that ``rllib train -f`` (Ray Tune 2.60) writes: an experiment folder holds
+one folder per trial with ``params.json`` (the trial's resolved config, nested as in the
+experiment file), ``result.json`` (one JSON result per line, nested dicts) and
+``progress.csv`` (the same results flattened with ``/``). Trials are grouped by one config
+key; within a group the trials (seeds) are aggregated point-wise into a median and a
+percentile band, the way Gohari et al. (kickstarting with the Dirichlet mechanism) report
+"the median and the 85th percentile over 30 seeds". We read that as a central band from the
+15th to the 85th percentile (``band=85``; ``band=p`` gives ``[100 - p, p]``).
+
+Curves of different trials are put on a common x grid by linear interpolation within each
+trial's own x range; nothing is extrapolated, so the aggregate at an x uses only the trials
+that reached it (``GroupCurve.counts``).
+
+Why ``result.json`` and not ``progress.csv``: Tune fixes the CSV header at a trial's first
+result and silently drops keys that appear later (e.g. ``env_runners/episode_return_mean``
+when no episode finished in the first iteration), and after a resume it appends rows
+written with the header of the first new result without writing a new header. The CSV is
+only read when a trial has no ``result.json`` results.
+
+No Ray import: reading and plotting work without a Ray installation.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rllib_privacy.errors import PrivacyConfigError
+
+#: The metric plotted by default.
+DEFAULT_METRIC = "env_runners/episode_return_mean"
+
+#: Env-step keys tried in this order (per trial) when no x key is given.
+DEFAULT_X_KEYS = (
+    "timesteps_total",
+    "num_env_steps_sampled_lifetime",
+    "env_runners/num_env_steps_sampled_lifetime",
+)
+
+#: Default upper percentile of the band (the band is [100 - band, band]).
+DEFAULT_BAND = 85.0
+
+#: Default largest number of x grid points per curve.
+DEFAULT_POINTS = 500
+
+#: Config keys that are expected to differ between the seeds of one group.
+SEED_KEYS = frozenset({"seed"})
+
+_PARAMS_FILE = "params.json"
+_RESULT_FILE = "result.json"
+_PROGRESS_FILE = "progress.csv"
+_ITERATION_KEY = "training_iteration"
+
+
+class PlotWarning(UserWarning):
+    """Something was left out of a plot or may be misread (a trial without data, ...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialResults:
+    """One Tune trial folder, read.
+
+    Attributes:
+        path: The trial folder.
+        config: The trial's config from ``params.json`` (nested mappings), or from the
+            ``config`` entry of its last ``result.json`` line when ``params.json`` is
+            missing; None when neither exists.
+        rows: The trial's results in iteration order, each flattened to ``/``-joined
+            keys (without ``config``). When a ``training_iteration`` occurs twice (a
+            trial resumed from an earlier checkpoint re-reports the iterations after it),
+            the later row is kept.
+        source: The file the rows were read from (``result.json`` or ``progress.csv``),
+            or None when the trial has no results yet.
+
+    """
+
+    path: Path
+    config: Mapping[str, Any] | None
+    rows: tuple[Mapping[str, Any], ...]
+    source: str | None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # numpy fields: compare by identity
+class GroupCurve:
+    """The aggregated learning curve of the trials sharing one value of the grouping key.
+
+    Attributes:
+        group_by: The grouping key (``/`` for nested keys).
+        metric: The result key on the y-axis.
+        value: The key's value in these trials' configs.
+        x: The common x grid (increasing).
+        median: Point-wise median over the trials that reached each x.
+        lower: Point-wise ``100 - band`` percentile.
+        upper: Point-wise ``band`` percentile.
+        counts: Number of trials that reached each x (were interpolated, not
+            extrapolated, there).
+        band: The band's upper percentile.
+        final_x: Each trial's last x.
+        final_values: Each trial's last metric value.
+        x_keys: The result key(s) the trials' x values came from.
+        trials: The trial folders in the curve.
+        skipped: Trial folders of this group left out because they lack the metric or x.
+
+    """
+
+    group_by: str
+    metric: str
+    value: Any
+    x: np.ndarray
+    median: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    counts: np.ndarray
+    band: float
+    final_x: np.ndarray
+    final_values: np.ndarray
+    x_keys: tuple[str, ...]
+    trials: tuple[Path, ...]
+    skipped: tuple[Path, ...] = ()
+
+    @property
+    def num_trials(self) -> int:
+        """Number of trials (seeds) in the curve."""
+        return len(self.trials)
+
+    @property
+    def label(self) -> str:
+        """The legend entry: ``KEY=value (n seeds)``."""
+        seeds = "seed" if self.num_trials == 1 else "seeds"
+        return f"{self.group_by}={format_value(self.value)} ({self.num_trials} {seeds})"
+
+    def final_summary(self) -> tuple[float, float, float]:
+        """Median and ``[100 - band, band]`` percentiles of the trials' final values."""
+        low, high = np.percentile(self.final_values, [100.0 - self.band, self.band])
+        return float(np.median(self.final_values)), float(low), float(high)
+
+
+# --------------------------------------------------------------------------------------
+# Reading Tune folders.
+# --------------------------------------------------------------------------------------
+
+
+def find_trial_dirs(results_dirs: Sequence[str | os.PathLike]) -> list[Path]:
+    """Find the trial folders in or below the given folders.
+
+    A trial folder is one holding ``result.json`` or ``progress.csv``. Each argument may be
+    a trial folder, an experiment folder (with trial folders inside) or any folder above
+    experiment folders (e.g. ``~/ray_results``). Trial folders are not searched further
+    (their ``checkpoint_*`` folders are skipped) and hidden folders are ignored.
+
+    Args:
+        results_dirs: The folders.
+
+    Returns:
+        The trial folders, sorted, each once.
+
+    Raises:
+        PrivacyConfigError: No folders were given, one does not exist or is not a folder,
+            or none holds a trial folder.
+
+    """
+    if not results_dirs:
+        raise PrivacyConfigError("RESULTS_DIR: give at least one Tune results folder")
+    found: dict[Path, None] = {}
+    for given in results_dirs:
+        root = Path(given).expanduser()
+        if not root.exists():
+            raise PrivacyConfigError(f"RESULTS_DIR: {str(given)!r} does not exist")
+        if not root.is_dir():
+            raise PrivacyConfigError(f"RESULTS_DIR: {str(given)!r} is not a folder")
+        in_root = 0
+        for folder, subfolders, files in os.walk(root, followlinks=True):
+            if _RESULT_FILE in files or _PROGRESS_FILE in files:
+                found[Path(folder).resolve()] = None
+                in_root += 1
+                subfolders.clear()
+            else:
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        if not in_root:
+            raise PrivacyConfigError(
+                f"RESULTS_DIR: no Tune trial folders (with {_RESULT_FILE} or {_PROGRESS_FILE}) "
+                f"in or below {str(given)!r}"
+            )
+    return sorted(found)
+
+
+def load_trials(results_dirs: Sequence[str | os.PathLike]) -> list[TrialResults]:
+    """Read every trial folder in or below ``results_dirs`` (see :func:`find_trial_dirs`).
+
+    Args:
+        results_dirs: Trial, experiment, or parent folders of experiment folders.
+
+    Returns:
+        One :class:`TrialResults` per trial folder, sorted by path. Trials that have not
+        reported a result yet are included with no rows.
+
+    Raises:
+        PrivacyConfigError: See :func:`find_trial_dirs`; also a ``params.json`` or a
+            ``result.json`` line (other than a last, partly written one) that is not
+            valid JSON.
+
+    """
+    return [_load_trial(path) for path in find_trial_dirs(results_dirs)]
+
+
+def _load_trial(path: Path) -> TrialResults:
+    rows: list[dict[str, Any]] = []
+    config: Mapping[str, Any] | None = None
+    source = None
+    result_file = path / _RESULT_FILE
+    if result_file.is_file():
+        for result in _read_json_lines(result_file):
+            config = result.pop("config", config)
+            rows.append(flatten(result))
+        source = _RESULT_FILE if rows else None
+    if not rows and (path / _PROGRESS_FILE).is_file():
+        rows = _read_progress_csv(path / _PROGRESS_FILE)
+        source = _PROGRESS_FILE if rows else None
+    params_file = path / _PARAMS_FILE
+    if params_file.is_file():
+        try:
+            config = json.loads(params_file.read_text())
+        except json.JSONDecodeError as e:
+            raise PrivacyConfigError(f"{params_file}: not valid JSON ({e})") from None
+    if config is not None and not isinstance(config, Mapping):
+        raise PrivacyConfigError(f"{params_file}: expected a JSON object (the trial config)")
+    return TrialResults(path, config, tuple(_latest_per_iteration(rows)), source)
+
+
+def _read_json_lines(path: Path) -> list[dict[str, Any]]:
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    results = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            result = json.loads(line)
+        except json.JSONDecodeError as e:
+            if number == len(lines):  # A running trial may be writing its last line.
+                break
+            raise PrivacyConfigError(f"{path}:{number}: not valid JSON ({e})") from None
+        if isinstance(result, dict):
+            results.append(result)
+    return results
+
+
+def _read_progress_csv(path: Path) -> list[dict[str, Any]]:
+    with path.open(newline="") as f:
+        return [
+            {key: _parse_csv_cell(value) for key, value in row.items() if key is not None}
+            for row in csv.DictReader(f)
+        ]
+
+
+def _parse_csv_cell(text: Any) -> Any:
+    if not isinstance(text, str) or text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Flatten nested mappings to ``/``-joined keys, as Tune's ``progress.csv`` does."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _latest_per_iteration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep the last row of every training_iteration, ordered by iteration.
+
+    A trial resumed from a checkpoint older than its last result reports those
+    iterations again; Tune appends them to the same files.
+    """
+    if not rows or any(_number(row.get(_ITERATION_KEY)) is None for row in rows):
+        return rows
+    latest = {_number(row[_ITERATION_KEY]): row for row in rows}
+    return [latest[i] for i in sorted(latest)]
+
+
+def _number(value: Any) -> float | None:
+    """The value as a finite-or-infinite float, None for NaN and non-numbers.
+
+    Tune's JSON encoder writes numpy NaNs as the string ``"null"`` and objects it cannot
+    encode as their ``str()``; those are not numbers here.
+    """
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and not math.isnan(value):
+        return float(value)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Config values and grouping.
+# --------------------------------------------------------------------------------------
+
+
+def config_value(config: Mapping[str, Any], key: str) -> Any:
+    """Look up a config key; nested keys are written with ``/`` (``env_config/gravity``).
+
+    ``model_config/...`` also finds ``_model_config/...`` (``rllib train`` passes
+    ``model_config`` to RLlib as ``_model_config``, and ``params.json`` shows that name), and
+    a leading ``config/`` (the column prefix of Tune's result DataFrames) is ignored.
+
+    Args:
+        config: A trial config.
+        key: The key.
+
+    Returns:
+        The value.
+
+    Raises:
+        KeyError: The key is not in the config.
+
+    """
+    for candidate in _key_candidates(key):
+        node: Any = config
+        for part in candidate.split("/"):
+            if not isinstance(node, Mapping) or part not in node:
+                break
+            node = node[part]
+        else:
+            return node
+    raise KeyError(key)
+
+
+def _key_candidates(key: str) -> list[str]:
+    candidates = [key]
+    if key.startswith("config/"):
+        candidates.append(key.removeprefix("config/"))
+    for candidate in list(candidates):
+        if candidate == "model_config" or candidate.startswith("model_config/"):
+            candidates.append("_" + candidate)
+    return candidates
+
+
+def format_value(value: Any) -> str:
+    """A short label for a config value (``0.5``, ``inf``, ``[9.7, 9.9]``, ``laplace``)."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _group_sort_key(value: Any) -> tuple[int, float, str]:
+    number = _number(value) if not isinstance(value, bool) else None
+    if number is not None:
+        return (0, number, "")
+    return (1, 0.0, json.dumps(value, sort_keys=True, default=str))
+
+
+def group_trials(
+    trials: Iterable[TrialResults], group_by: str
+) -> list[tuple[Any, list[TrialResults]]]:
+    """Group trials by the value of one config key, numbers in increasing order first.
+
+    Raises:
+        PrivacyConfigError: A trial has no config, or its config lacks ``group_by`` (the
+            message names the trial and suggests a close key).
+
+    """
+    groups: dict[str, tuple[Any, list[TrialResults]]] = {}
+    for trial in trials:
+        if trial.config is None:
+            raise PrivacyConfigError(
+                f"--group-by: trial {str(trial.path)!r} has no {_PARAMS_FILE} and no config "
+                f"in its {_RESULT_FILE}"
+            )
+        try:
+            value = config_value(trial.config, group_by)
+        except KeyError:
+            raise PrivacyConfigError(
+                f"--group-by: config key {group_by!r} is not in the config of trial "
+                f"{str(trial.path)!r}{_suggest(group_by, sorted(flatten(trial.config)))}"
+            ) from None
+        identity = json.dumps(value, sort_keys=True, default=str)
+        groups.setdefault(identity, (value, []))[1].append(trial)
+    return sorted(groups.values(), key=lambda group: _group_sort_key(group[0]))
+
+
+def _suggest(key: str, available: Iterable[str], shown: int = 8) -> str:
+    """``; did you mean 'x'?; available keys include: a, b, ...`` for an error message."""
+    names = list(dict.fromkeys(str(k) for k in available))
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    text = f"; did you mean {close[0]!r}?" if close else ""
+    if names:
+        more = ", ..." if len(names) > shown else ""
+        text += f"; available keys include: {', '.join(names[:shown])}{more}"
+    return text
+
+
+def _differing_keys(trials: Sequence[TrialResults], group_by: str) -> list[str]:
+    """Config keys (other than the grouping key and seeds) that differ within a group."""
+    flat = [flatten(t.config or {}) for t in trials]
+    ignored = {c for c in _key_candidates(group_by)} | SEED_KEYS
+    keys = sorted(set().union(*flat) - ignored)
+    missing = object()
+    return [
+        k
+        for k in keys
+        if not k.startswith(tuple(f"{g}/" for g in ignored))
+        and len({json.dumps(f.get(k, missing), sort_keys=True, default=str) for f in flat}) > 1
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# Curves.
+# --------------------------------------------------------------------------------------
+
+
+def trial_curve(
+    trial: TrialResults, metric: str, x_keys: Sequence[str] = DEFAULT_X_KEYS
+) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """One trial's (x, metric) points, x increasing.
+
+    The first key of ``x_keys`` with a number in any row is used. Rows without a number
+    (missing, NaN) for x or the metric are dropped. Where several rows share an x (e.g.
+    iterations that sampled nothing), the last one counts.
+
+    Args:
+        trial: The trial.
+        metric: The result key of the y values (``/`` for nested keys).
+        x_keys: Candidate result keys of the x values.
+
+    Returns:
+        ``(x, y, x_key)``, or None when the trial has no point with both values.
+
+    Raises:
+        PrivacyConfigError: x decreases from one iteration to the next.
+
+    """
+    x_key = next(
+        (k for k in x_keys if any(_number(row.get(k)) is not None for row in trial.rows)), None
+    )
+    if x_key is None:
+        return None
+    pairs = [(_number(row.get(x_key)), _number(row.get(metric))) for row in trial.rows]
+    pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+    if not pairs:
+        return None
+    xs = np.array([x for x, _ in pairs])
+    ys = np.array([y for _, y in pairs])
+    if np.any(np.diff(xs) < 0):
+        raise PrivacyConfigError(
+            f"--x: {x_key!r} decreases between iterations of trial {str(trial.path)!r}; "
+            "the x key must not decrease (e.g. env steps, training_iteration, time_total_s)"
+        )
+    last_of_each_x = np.append(np.diff(xs) > 0, True)
+    return xs[last_of_each_x], ys[last_of_each_x], x_key
+
+
+def aggregate_curves(
+    trials: Sequence[TrialResults],
+    *,
+    group_by: str,
+    metric: str = DEFAULT_METRIC,
+    x: str | None = None,
+    band: float = DEFAULT_BAND,
+    points: int = DEFAULT_POINTS,
+    min_seeds: int = 1,
+) -> list[GroupCurve]:
+    """Aggregate the trials of each value of ``group_by`` into a median curve and a band.
+
+    Each trial's curve is linearly interpolated onto the group's x grid within the
+    trial's own x range (no extrapolation); at every grid point the median and the
+    ``100 - band`` and ``band`` percentiles (numpy's linear method) are taken over the
+    trials that reached it. The grid is the union of the trials' x values, or ``points``
+    evenly spaced values over their range when the union is larger. Points reached by
+    fewer than ``min_seeds`` trials are left out.
+
+    Trials without a value for the metric or x are skipped with a :class:`PlotWarning`;
+    so is a group where this leaves no trial. A group whose trials also differ in config
+    keys other than ``group_by`` and ``seed`` gets a warning: they are pooled as seeds.
+
+    Args:
+        trials: Trials, e.g. from :func:`load_trials`.
+        group_by: The config key (``/`` for nested keys) whose values make the curves.
+        metric: The result key plotted (``/`` for nested keys).
+        x: The result key of the x-axis; default: env steps, the first of
+            :data:`DEFAULT_X_KEYS` each trial reports.
+        band: Upper percentile of the band, in [50, 100].
+        points: Largest number of grid points per curve (>= 2).
+        min_seeds: Fewest trials a grid point needs (>= 1).
+
+    Returns:
+        One curve per value of ``group_by``, numeric values in increasing order first.
+
+    Raises:
+        PrivacyConfigError: Bad arguments, no trials, ``group_by`` missing from a trial's
+            config, or no trial reports the metric (or x).
+
+    """
+    _check_aggregate_arguments(band=band, points=points, min_seeds=min_seeds)
+    if not trials:
+        raise PrivacyConfigError("RESULTS_DIR: no trials to plot")
+    x_keys = (x,) if x else DEFAULT_X_KEYS
+    grouped = group_trials(trials, group_by)
+    metric = _resolve_metric(trials, metric)
+    curves_by_trial = {t.path: trial_curve(t, metric, x_keys) for t in trials}
+    if all(c is None for c in curves_by_trial.values()):
+        _raise_missing(trials, metric, x_keys)
+    curves = []
+    for value, members in grouped:
+        label = f"{group_by}={format_value(value)}"
+        used = [t for t in members if curves_by_trial[t.path] is not None]
+        skipped = tuple(t.path for t in members if curves_by_trial[t.path] is None)
+        if skipped:
+            warnings.warn(
+                f"{label}: {len(skipped)} trial(s) without {metric!r} or an x value left "
+                f"out: {', '.join(p.name for p in skipped)}",
+                PlotWarning,
+                stacklevel=2,
+            )
+        if not used:
+            continue
+        differing = _differing_keys(used, group_by)
+        if differing:
+            warnings.warn(
+                f"{label}: its trials also differ in {', '.join(differing[:5])}"
+                f"{', ...' if len(differing) > 5 else ''}; they are pooled as seeds",
+                PlotWarning,
+                stacklevel=2,
+            )
+        per_trial = [curves_by_trial[t.path] for t in used]
+        curves.append(
+            _aggregate_group(
+                group_by, value, used, per_trial, band=band, points=points, min_seeds=min_seeds
+            )
+            | {"metric": metric, "skipped": skipped}
+        )
+    return [GroupCurve(**fields) for fields in curves]
+
+
+def _check_aggregate_arguments(*, band: float, points: int, min_seeds: int) -> None:
+    if not (isinstance(band, int | float) and 50.0 <= band <= 100.0):
+        raise PrivacyConfigError(
+            f"--band: must be a percentile in [50, 100] (the band is [100 - band, band]), "
+            f"got {band!r}"
+        )
+    if isinstance(points, bool) or not isinstance(points, int) or points < 2:
+        raise PrivacyConfigError(f"--points: must be an integer >= 2, got {points!r}")
+    if isinstance(min_seeds, bool) or not isinstance(min_seeds, int) or min_seeds < 1:
+        raise PrivacyConfigError(f"--min-seeds: must be an integer >= 1, got {min_seeds!r}")
+
+
+def _numeric_keys(trials: Sequence[TrialResults]) -> set[str]:
+    return {k for t in trials for row in t.rows for k, v in row.items() if _number(v) is not None}
+
+
+def _resolve_metric(trials: Sequence[TrialResults], metric: str) -> str:
+    """Use the new API stack name of an old one (``episode_reward_mean``) if only it exists."""
+    from rllib_privacy.experiments import translate_metric_key  # No Ray import there.
+
+    new = translate_metric_key(metric)
+    if new != metric and new in (numeric := _numeric_keys(trials)) and metric not in numeric:
+        warnings.warn(
+            f"--metric: {metric!r} is an old API stack key; plotting {new!r}",
+            PlotWarning,
+            stacklevel=3,
+        )
+        return new
+    return metric
+
+
+def _raise_missing(trials: Sequence[TrialResults], metric: str, x_keys: Sequence[str]) -> None:
+    numeric = _numeric_keys(trials)
+    if not any(t.rows for t in trials):
+        raise PrivacyConfigError(
+            f"RESULTS_DIR: none of the {len(trials)} trial(s) has reported a result yet"
+        )
+    if metric not in numeric:
+        raise PrivacyConfigError(
+            f"--metric: {metric!r} is in no trial's results"
+            f"{_suggest(metric, _preferred(numeric, metric))}"
+        )
+    if not numeric.intersection(x_keys):
+        names = " or ".join(repr(k) for k in x_keys)
+        raise PrivacyConfigError(
+            f"--x: no trial's results have {names}"
+            f"{_suggest(x_keys[0], _preferred(numeric, x_keys[0]))}"
+        )
+    raise PrivacyConfigError(
+        f"--metric: no trial reports {metric!r} and {' or '.join(x_keys)} in the same result"
+    )
+
+
+def _preferred(keys: set[str], metric: str) -> list[str]:
+    """Metric-like keys first: those sharing the metric's last part, then the rest."""
+    tail = metric.rsplit("/", 1)[-1]
+    return sorted(keys, key=lambda k: (tail not in k, k))
+
+
+def _aggregate_group(
+    group_by: str,
+    value: Any,
+    trials: Sequence[TrialResults],
+    per_trial: Sequence[tuple[np.ndarray, np.ndarray, str]],
+    *,
+    band: float,
+    points: int,
+    min_seeds: int,
+) -> dict[str, Any]:
+    grid = np.unique(np.concatenate([xs for xs, _, _ in per_trial]))
+    if grid.size > points:
+        grid = np.linspace(grid[0], grid[-1], points)
+    # One row per trial; NaN where the trial has not reached (or started) that x.
+    values = np.full((len(per_trial), grid.size), np.nan)
+    for row, (xs, ys, _) in enumerate(per_trial):
+        inside = (grid >= xs[0]) & (grid <= xs[-1])
+        values[row, inside] = np.interp(grid[inside], xs, ys)
+    counts = np.sum(~np.isnan(values), axis=0)
+    keep = counts >= min_seeds
+    grid, values, counts = grid[keep], values[:, keep], counts[keep]
+    if grid.size:
+        median = np.nanmedian(values, axis=0)
+        lower, upper = np.nanpercentile(values, [100.0 - band, band], axis=0)
+    else:
+        median = lower = upper = np.empty(0)
+    return {
+        "group_by": group_by,
+        "value": value,
+        "x": grid,
+        "median": median,
+        "lower": lower,
+        "upper": upper,
+        "counts": counts,
+        "band": float(band),
+        "final_x": np.array([xs[-1] for xs, _, _ in per_trial]),
+        "final_values": np.array([ys[-1] for _, ys, _ in per_trial]),
+        "x_keys": tuple(dict.fromkeys(key for _, _, key in per_trial)),
+        "trials": tuple(t.path for t in trials),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Output.
+# --------------------------------------------------------------------------------------
+
+
+def x_axis_label(curves: Sequence[GroupCurve]) -> str:
+    """``env steps (timesteps_total)`` for the default keys, else the x key(s)."""
+    keys = list(dict.fromkeys(k for c in curves for k in c.x_keys))
+    names = " / ".join(keys)
+    return f"env steps ({names})" if set(keys) <= set(DEFAULT_X_KEYS) else names
+
+
+def plot_learning_curves(
+    curves: Sequence[GroupCurve],
+    output: str | os.PathLike,
+    *,
+    metric: str | None = None,
+    title: str | None = None,
+) -> Path:
+    """Draw the curves (median line, shaded band) into an image file.
+
+    Uses matplotlib's Agg canvas directly (no pyplot, no global backend change), so it
+    works headless and inside notebooks alike. The format follows the file suffix (PNG
+    for ``.png``); missing parent folders are created.
+
+    Args:
+        curves: Curves from :func:`aggregate_curves`.
+        output: The image file.
+        metric: The y-axis label; default: the curves' metric.
+        title: The title; default: the metric and what the band is.
+
+    Returns:
+        The written file.
+
+    Raises:
+        PrivacyConfigError: No curves, or matplotlib cannot write the suffix's format.
+
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not curves:
+        raise PrivacyConfigError("nothing to plot: no group has a trial with data")
+    path = Path(output).expanduser()
+    figure = Figure(figsize=(7.5, 4.8), dpi=120)
+    canvas = FigureCanvasAgg(figure)
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix not in canvas.get_supported_filetypes():
+        raise PrivacyConfigError(
+            f"--output: unsupported image type {path.suffix or '(none)'!r}; use .png "
+            f"(or {', '.join('.' + s for s in sorted(canvas.get_supported_filetypes()))})"
+        )
+    axes = figure.add_subplot()
+    for curve in curves:
+        (line,) = axes.plot(curve.x, curve.median, label=curve.label, linewidth=1.6)
+        axes.fill_between(
+            curve.x, curve.lower, curve.upper, color=line.get_color(), alpha=0.25, linewidth=0
+        )
+    band = curves[0].band
+    metric = metric or curves[0].metric
+    axes.set_xlabel(x_axis_label(curves))
+    axes.set_ylabel(metric)
+    axes.set_title(
+        title
+        if title is not None
+        else f"{metric}: median, {100 - band:g}th–{band:g}th percentile over seeds"
+    )
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
+
+
+def format_table(curves: Sequence[GroupCurve]) -> str:
+    """A text table: group, seeds, median final x, and final median and band of the metric.
+
+    "final" is each trial's last reported value; the median and band are taken over
+    trials, so trials that stopped early (e.g. at a target score) count with the value
+    they stopped at.
+    """
+    band = curves[0].band if curves else DEFAULT_BAND
+    header = ("group", "seeds", "final x (median)", "final median", f"band {100 - band:g}–{band:g}")
+    rows = []
+    for curve in curves:
+        median, low, high = curve.final_summary()
+        rows.append(
+            (
+                f"{curve.group_by}={format_value(curve.value)}",
+                str(curve.num_trials),
+                f"{np.median(curve.final_x):.6g}",
+                f"{median:.4g}",
+                f"[{low:.4g}, {high:.4g}]",
+            )
+        )
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in (header, *rows)
+    )
