@@ -13,6 +13,7 @@ from rllib_privacy.mechanisms.dirichlet import (
     concentration_radius,
     dirichlet_mechanism,
     kickstart_threshold,
+    norm_concentration_radius,
     restrict_policy,
     sample_dirichlet,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "laplace_gradient",
     "laplace_noise_scale",
     "lipschitz_upper_bound",
+    "norm_concentration_radius",
     "projected_random_sign",
     "prs_projection_matrix",
     "prs_reduced_dim",

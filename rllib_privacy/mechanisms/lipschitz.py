@@ -22,6 +22,7 @@ import math
 import numbers
 from typing import TYPE_CHECKING
 
+from rllib_privacy.mechanisms._validation import check_int_in_range
 from rllib_privacy.mechanisms.dirichlet import _check_eta
 
 if TYPE_CHECKING:
@@ -145,10 +146,7 @@ def restricted_lipschitz(lipschitz: float, *, eta: float, num_actions: int) -> f
         ValueError: If an argument is out of range (the message names it).
 
     """
-    if isinstance(num_actions, bool) or not isinstance(num_actions, numbers.Integral):
-        raise ValueError(f"num_actions must be an int >= 2, got {num_actions!r}")
-    if num_actions < 2:
-        raise ValueError(f"num_actions must be an int >= 2, got {num_actions!r}")
+    num_actions = check_int_in_range("num_actions", num_actions, low=2)
     if (
         isinstance(lipschitz, bool)
         or not isinstance(lipschitz, numbers.Real)
