@@ -1,15 +1,14 @@
 """`rllib-privacy plot`: reading Tune result folders, median/band aggregation, PNG, errors.
 
-The trial folders are synthetic but written the way Ray Tune 2.60's JSON and CSV loggers
-write them (checked against a real `rllib train -f` run): `params.json` is the nested config
-(`indent=2, sort_keys=True`), `result.json` one nested result per line including `config`,
-`progress.csv` the results without `config`, flattened with `/`, header from the first row.
-No Ray is started.
+The trial folders hold synthetic curves written by Ray Tune 2.60's own JSON and CSV logger
+callbacks (the ones behind `rllib train -f`): `params.json` is the nested config,
+`result.json` one nested result per line including `config`, `progress.csv` the results
+without `config`, flattened with `/`, its columns fixed by the first result; a resumed
+trial appends to both. No Ray is started.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import struct
@@ -47,33 +46,49 @@ def _result(iteration: int, steps: float, value: Any, config: dict[str, Any]) ->
     }
 
 
+class _TuneTrial:
+    """The parts of ``ray.tune.experiment.Trial`` that Tune's logger callbacks use.
+
+    A real Trial needs a running Ray for its staging path; these tests start none.
+    """
+
+    def __init__(self, folder: Path, config: dict[str, Any]) -> None:
+        self.local_path = str(folder)
+        self.config = config
+        self.checkpoint = None  # Nothing to restore from remote storage.
+        self.init_local_path()  # Tune creates the trial folder before logging starts.
+
+    def init_local_path(self) -> None:
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
 def write_trial(
     folder: Path,
     config: dict[str, Any],
     steps: Sequence[float],
-    values: Sequence[float],
+    values: Sequence[Any],
     *,
     edit: Callable[[dict], dict] | None = None,
     files: tuple[str, ...] = ("params.json", "result.json", "progress.csv"),
+    first_iteration: int = 1,
 ) -> Path:
-    """Write a trial folder like Tune's loggers; ``edit`` may change each result."""
-    folder.mkdir(parents=True)
-    results = [
-        _result(i + 1, float(s), float(v), config)
-        for i, (s, v) in enumerate(zip(steps, values, strict=True))
-    ]
-    results = [edit(r) if edit else r for r in results]
-    if "params.json" in files:
-        (folder / "params.json").write_text(json.dumps(config, indent=2, sort_keys=True))
-    if "result.json" in files:
-        (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in results))
-    if "progress.csv" in files:
-        rows = [plotting.flatten({k: v for k, v in r.items() if k != "config"}) for r in results]
-        with (folder / "progress.csv").open("w", newline="") as f:
-            writer = csv.DictWriter(f, rows[0].keys())
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: v for k, v in row.items() if k in writer.fieldnames})
+    """Write (or append to) a trial folder with Tune's own JSON and CSV logger callbacks.
+
+    ``edit`` may change each result; ``files`` lists the files to keep afterwards.
+    """
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    trial = _TuneTrial(folder, config)
+    callbacks = [JsonLoggerCallback(), CSVLoggerCallback()]
+    for index, (step, value) in enumerate(zip(steps, values, strict=True)):
+        result = _result(first_iteration + index, step, value, config)
+        result = edit(result) if edit else result
+        for callback in callbacks:
+            callback.log_trial_result(index, trial, result)
+    for callback in callbacks:
+        callback.log_trial_end(trial)
+    for name in {"params.json", "params.pkl", "result.json", "progress.csv"} - set(files):
+        (folder / name).unlink(missing_ok=True)
     return folder
 
 
@@ -203,9 +218,8 @@ def test_x_falls_back_to_lifetime_env_steps_and_can_be_chosen(tmp_path: Path) ->
 def test_resumed_trial_keeps_the_rerun_iterations(tmp_path: Path) -> None:
     folder = write_trial(tmp_path / "t", _config(1.0, 1), STEPS[:6], STEPS[:6])
     # Restored from the checkpoint of iteration 3: Tune appends iterations 4-6 again.
-    rerun = [_result(i + 1, STEPS[i], 10.0 * float(STEPS[i]), _config(1.0, 1)) for i in range(3, 6)]
-    with (folder / "result.json").open("a") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in rerun))
+    write_trial(folder, _config(1.0, 1), STEPS[3:6], 10 * STEPS[3:6], first_iteration=4)
+    assert len((folder / "result.json").read_text().splitlines()) == 9
     (trial,) = plotting.load_trials([folder])
     assert [r["training_iteration"] for r in trial.rows] == [1, 2, 3, 4, 5, 6]
     (curve,) = _quiet_aggregate([trial], group_by="epsilon")
@@ -213,13 +227,29 @@ def test_resumed_trial_keeps_the_rerun_iterations(tmp_path: Path) -> None:
 
 
 def test_nan_and_tune_encoded_values_are_gaps(tmp_path: Path) -> None:
-    values = [math.nan, "null", 20.0, 30.0] + [40.0] * 7  # numpy NaN is written as "null"
-    write_trial(tmp_path / "t", _config(1.0, 1), STEPS, STEPS, files=("params.json",))
-    results = [_result(i + 1, s, v, {}) for i, (s, v) in enumerate(zip(STEPS, values, strict=True))]
-    (tmp_path / "t" / "result.json").write_text("".join(json.dumps(r) + "\n" for r in results))
+    # Tune's JSON encoder writes a float NaN as NaN and a numpy float32 NaN as "null".
+    values = [math.nan, np.float32("nan"), 20.0, 30.0] + [40.0] * 7
+    folder = write_trial(tmp_path / "t", _config(1.0, 1), STEPS, values)
+    assert '"episode_return_mean": "null"' in (folder / "result.json").read_text()
     (curve,) = _quiet_aggregate(plotting.load_trials([tmp_path]), group_by="epsilon")
     np.testing.assert_array_equal(curve.x, STEPS[2:])
     assert curve.median[0] == 20.0
+
+
+def test_keys_new_after_the_first_result_are_only_in_result_json(tmp_path: Path) -> None:
+    def no_episode_yet(result: dict) -> dict:
+        if result["training_iteration"] == 1:
+            del result["env_runners"]["episode_return_mean"]
+        return result
+
+    folder = write_trial(tmp_path / "t", _config(1.0, 1), STEPS, STEPS, edit=no_episode_yet)
+    # Tune fixes progress.csv's columns at the first result: the metric never makes it in.
+    assert "env_runners/episode_return_mean" not in (folder / "progress.csv").read_text()
+    (curve,) = _quiet_aggregate(plotting.load_trials([folder]), group_by="epsilon")
+    np.testing.assert_array_equal(curve.x, STEPS[1:])
+    (folder / "result.json").unlink()
+    with pytest.raises(PrivacyConfigError, match="is in no trial's results"):
+        plotting.aggregate_curves(plotting.load_trials([folder]), group_by="epsilon")
 
 
 def test_progress_csv_is_read_when_there_is_no_result_json(tmp_path: Path) -> None:
