@@ -181,9 +181,17 @@ def find_trial_dirs(results_dirs: Sequence[str | os.PathLike]) -> list[Path]:
         if not root.is_dir():
             raise PrivacyConfigError(f"RESULTS_DIR: {str(given)!r} is not a folder")
         in_root = 0
+        # Links are followed (a comparison folder may link experiments from elsewhere);
+        # the visited set stops link cycles.
+        visited: set[Path] = set()
         for folder, subfolders, files in os.walk(root, followlinks=True):
+            resolved = Path(folder).resolve()
+            if resolved in visited:
+                subfolders.clear()
+                continue
+            visited.add(resolved)
             if _RESULT_FILE in files or _PROGRESS_FILE in files:
-                found[Path(folder).resolve()] = None
+                found[resolved] = None
                 in_root += 1
                 subfolders.clear()
             else:
@@ -413,7 +421,7 @@ def _suggest(key: str, available: Iterable[str], shown: int = 8) -> str:
 def _differing_keys(trials: Sequence[TrialResults], group_by: str) -> list[str]:
     """Config keys (other than the grouping key and seeds) that differ within a group."""
     flat = [flatten(t.config or {}) for t in trials]
-    ignored = {c for c in _key_candidates(group_by)} | SEED_KEYS
+    ignored = set(_key_candidates(group_by)) | SEED_KEYS
     keys = sorted(set().union(*flat) - ignored)
     missing = object()
     return [
@@ -543,12 +551,17 @@ def aggregate_curves(
                 stacklevel=2,
             )
         per_trial = [curves_by_trial[t.path] for t in used]
-        curves.append(
-            _aggregate_group(
-                group_by, value, used, per_trial, band=band, points=points, min_seeds=min_seeds
-            )
-            | {"metric": metric, "skipped": skipped}
+        fields = _aggregate_group(
+            group_by, value, used, per_trial, band=band, points=points, min_seeds=min_seeds
         )
+        if not fields["x"].size:
+            warnings.warn(
+                f"{label}: no x was reached by {min_seeds} trials (--min-seeds); its curve is "
+                "empty",
+                PlotWarning,
+                stacklevel=2,
+            )
+        curves.append(fields | {"metric": metric, "skipped": skipped})
     return [GroupCurve(**fields) for fields in curves]
 
 

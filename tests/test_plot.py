@@ -164,6 +164,11 @@ def test_interpolation_uses_only_trials_that_reached_x(tmp_path: Path) -> None:
 
     (trimmed,) = _quiet_aggregate(plotting.load_trials([tmp_path]), group_by="epsilon", min_seeds=2)
     np.testing.assert_array_equal(trimmed.x, expected_x[both])
+    with pytest.warns(plotting.PlotWarning, match="no x was reached by 3 trials"):
+        (empty,) = plotting.aggregate_curves(
+            plotting.load_trials([tmp_path]), group_by="epsilon", min_seeds=3
+        )
+    assert empty.x.size == 0 and empty.num_trials == 2
 
 
 def test_dense_grids_are_resampled_evenly(tmp_path: Path) -> None:
@@ -279,6 +284,15 @@ def test_accepts_trial_experiment_and_parent_folders(sweep: Path, tmp_path: Path
     assert len(plotting.load_trials([tmp_path / "results"])) == 6
     assert len(plotting.load_trials([trial_dirs[0], trial_dirs[1], other])) == 3
     assert len(plotting.load_trials([sweep, trial_dirs[0]])) == 5  # Each trial once.
+
+
+def test_linked_experiments_are_followed_once(sweep: Path, tmp_path: Path) -> None:
+    compare = tmp_path / "compare"
+    compare.mkdir()
+    (compare / "sweep").symlink_to(sweep, target_is_directory=True)
+    (compare / "again").symlink_to(sweep, target_is_directory=True)
+    (compare / "loop").symlink_to(compare, target_is_directory=True)
+    assert len(plotting.load_trials([compare])) == 5
 
 
 def test_running_trial_with_partly_written_last_line(tmp_path: Path) -> None:
