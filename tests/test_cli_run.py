@@ -12,6 +12,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((REPO / "tuned_configs").glob("*.yaml"))
+#: Student YAMLs need a trained teacher first; tests/test_kickstart_ray.py dry-runs and
+#: runs them with a teacher it trains.
+NEEDS_TEACHER = {p for p in CONFIGS if "teacher_checkpoint:" in p.read_text()}
 
 
 def _rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
@@ -34,7 +37,7 @@ def _scalar_tags(storage: Path) -> set[str]:
     return set(accumulator.Tags()["scalars"])
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(set(CONFIGS) - NEEDS_TEACHER), ids=lambda p: p.name)
 def test_every_shipped_yaml_validates(path: Path) -> None:
     result = _rllib("train", "-f", str(path), "--dry-run", timeout=120)
     assert result.returncode == 0, result.stderr

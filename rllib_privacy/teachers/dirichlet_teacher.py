@@ -425,7 +425,7 @@ def _check_positive(
     name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PrivacyConfigError(f"{name} must be a number, got {value!r}")
+        raise PrivacyConfigError(f"{name} must be a number, got {value!r}{_yaml_hint(value)}")
     number = float(value)
     bad = math.isnan(number) or (math.isinf(number) and not allow_inf)
     bad = bad or number < 0 or (number == 0 and not allow_zero)
@@ -436,3 +436,14 @@ def _check_positive(
             f"got {value!r}"
         )
     return number
+
+
+def _yaml_hint(value: Any) -> str:
+    """Why a number arrived as text: YAML 1.1 reads ``1.0e7`` (no exponent sign) as a string."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return f" (a string; YAML reads {value} as text: write it as {float(value):.1e})"
+    return ""

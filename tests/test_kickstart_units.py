@@ -1,0 +1,422 @@
+"""Kickstarting plug-ins without a Ray cluster: teacher, connector, loss term, loading."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+from rllib_privacy.accounting.dirichlet import dirichlet_epsilon
+from rllib_privacy.connectors.kickstart_teacher import (
+    TEACHER_K,
+    TEACHER_MASK,
+    TEACHER_POLICY,
+    KickstartTeacherConnector,
+)
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.learners.kickstart_loss import (
+    KickstartLossMixin,
+    KickstartLossSettings,
+    kickstart_alpha,
+)
+from rllib_privacy.mechanisms.dirichlet import kickstart_threshold
+from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
+from rllib_privacy.teachers import (
+    DirichletTeacher,
+    TeacherAnswer,
+    TeacherClient,
+    TeacherSettings,
+    check_teacher_spaces,
+    resolve_teacher_checkpoint,
+)
+
+OBS_SPACE = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(2)
+
+
+def _module(seed: int = 0) -> Any:
+    torch.manual_seed(seed)
+    config = PPOConfig().rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[16, 16]))
+    spec = config.get_default_rl_module_spec()
+    spec.observation_space, spec.action_space = OBS_SPACE, ACT_SPACE
+    spec.model_config = DefaultModelConfig(fcnet_hiddens=[16, 16])
+    module = spec.build()
+    module.eval()
+    return module
+
+
+def _settings(**overrides: Any) -> TeacherSettings:
+    values = {"k": 20.0, "eta": 0.1, "tau": 1e-3, "adjacency": 0.01, "seed": 0}
+    values.update(overrides)
+    return TeacherSettings(**values)
+
+
+def _obs(n: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, (n, 4)).astype(np.float32)
+
+
+# ---- teacher -------------------------------------------------------------------------
+
+
+def test_teacher_answers_on_the_simplex_and_records_one_release_per_state() -> None:
+    teacher = DirichletTeacher(_module(), _settings())
+    teacher.start_rollout(expected_states=50)
+    answer = teacher.answer(_obs(50))
+    assert answer.answered and answer.k == 20.0
+    assert answer.policies.shape == (50, 2) and answer.policies.dtype == np.float32
+    assert np.all(answer.policies >= 0)
+    np.testing.assert_allclose(answer.policies.sum(axis=1), 1.0, atol=1e-5)
+    stats = teacher.stats()
+    epsilon, delta = teacher.release_privacy(20.0)
+    assert stats["releases"] == 50 and stats["answered"] == 50
+    assert stats["epsilon_spent"] == pytest.approx(50 * epsilon)
+    assert stats["delta_spent"] == pytest.approx(50 * delta)
+
+
+def test_teacher_epsilon_is_eq12_with_the_restricted_lipschitz_constant() -> None:
+    module = _module()
+    teacher = DirichletTeacher(module, _settings())
+    network_l = lipschitz_upper_bound(module.encoder.encoder, module.pi)
+    assert teacher.restricted_lipschitz == pytest.approx((1 - 2 * 0.1) * network_l)
+    expected = dirichlet_epsilon(
+        k=20.0,
+        eta=0.1,
+        tau=1e-3,
+        lipschitz=(1 - 2 * 0.1) * network_l,
+        adjacency=0.01,
+        num_actions=2,
+    )
+    assert teacher.release_privacy(20.0)[0] == pytest.approx(expected)
+
+
+def test_privatized_answers_center_on_the_restricted_policy() -> None:
+    module = _module()
+    teacher = DirichletTeacher(module, _settings(k=200.0))
+    obs = np.repeat(_obs(1), 4000, axis=0)
+    answers = teacher.answer(obs).policies
+    with torch.no_grad():
+        logits = module.forward_inference({"obs": torch.as_tensor(obs[:1])})["action_dist_inputs"]
+    restricted = 0.8 * torch.softmax(logits, -1).numpy()[0] + 0.1
+    # Dir(kπ̃) has variance π̃_i(1 − π̃_i)/(k + 1) per coordinate.
+    std_error = np.sqrt(restricted * (1 - restricted) / 201 / 4000)
+    assert np.all(np.abs(answers.mean(axis=0) - restricted) < 5 * std_error)
+
+
+def test_mechanism_none_answers_the_raw_policy_without_spending() -> None:
+    module = _module()
+    teacher = DirichletTeacher(module, _settings(mechanism="none"))
+    obs = _obs(8)
+    answer = teacher.answer(obs)
+    with torch.no_grad():
+        logits = module.forward_inference({"obs": torch.as_tensor(obs)})["action_dist_inputs"]
+    np.testing.assert_allclose(answer.policies, torch.softmax(logits, -1).numpy(), atol=1e-6)
+    assert math.isinf(answer.k) and teacher.stats()["epsilon_spent"] == math.inf
+
+
+def test_k_decays_by_the_vanishing_coefficient_per_rollout() -> None:
+    teacher = DirichletTeacher(_module(), _settings(vanishing_coefficient=0.5))
+    ks = [teacher.start_rollout(expected_states=1)["k"] for _ in range(4)]
+    assert ks == pytest.approx([20.0, 10.0, 5.0, 2.5])
+
+
+def test_budget_stops_answers_for_good() -> None:
+    probe = DirichletTeacher(_module(), _settings())
+    epsilon, _ = probe.release_privacy(20.0)
+    # Room for exactly 30 releases at k = 20 (k constant: c = 1).
+    teacher = DirichletTeacher(
+        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=30.5 * epsilon)
+    )
+    assert teacher.start_rollout(expected_states=20)["sharing"] == 1.0
+    assert teacher.answer(_obs(20)).answered
+    # The next rollout would not fit: refused before anything is released.
+    assert teacher.start_rollout(expected_states=20)["sharing"] == 0.0
+    refused = teacher.answer(_obs(5))
+    assert not refused.answered and refused.policies is None and refused.k == 0.0
+    stats = teacher.stats()
+    assert stats["releases"] == 20 and stats["refused"] == 5
+    assert stats["epsilon_spent"] <= 30.5 * epsilon
+    assert stats["stopped_at_rollout"] == 2.0
+    # Never resumes, whatever the next rollout's size.
+    assert teacher.start_rollout(expected_states=1)["sharing"] == 0.0
+    assert not teacher.answer(_obs(1)).answered
+
+
+def test_a_request_larger_than_the_rest_of_the_budget_is_refused_whole() -> None:
+    probe = DirichletTeacher(_module(), _settings())
+    epsilon, _ = probe.release_privacy(20.0)
+    teacher = DirichletTeacher(
+        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=10.5 * epsilon)
+    )
+    teacher.start_rollout(expected_states=5)
+    assert not teacher.answer(_obs(11)).answered
+    assert teacher.stats()["releases"] == 0
+
+
+def test_min_k_stops_sharing() -> None:
+    teacher = DirichletTeacher(_module(), _settings(vanishing_coefficient=0.1, min_k=1.0))
+    assert teacher.start_rollout(expected_states=1)["sharing"] == 1.0  # k = 20
+    assert teacher.start_rollout(expected_states=1)["sharing"] == 1.0  # k = 2
+    assert teacher.start_rollout(expected_states=1)["sharing"] == 0.0  # k = 0.2 < 1
+
+
+def test_teacher_state_round_trips_through_json_and_continues() -> None:
+    teacher = DirichletTeacher(_module(), _settings(vanishing_coefficient=0.5))
+    teacher.start_rollout(expected_states=10)
+    teacher.answer(_obs(10))
+    teacher.start_rollout(expected_states=10)
+    state = json.loads(json.dumps(teacher.get_state()))
+    restored = DirichletTeacher(_module(), _settings(vanishing_coefficient=0.5, seed=123))
+    restored.set_state(state)
+    assert restored.stats() == teacher.stats()
+    # Same noise stream after restore: the next answers are identical.
+    np.testing.assert_array_equal(
+        restored.answer(_obs(6, seed=9)).policies, teacher.answer(_obs(6, seed=9)).policies
+    )
+
+
+def test_teacher_client_calls_an_in_process_teacher() -> None:
+    teacher = DirichletTeacher(_module(), _settings())
+    client = TeacherClient(teacher)
+    client.start_rollout(expected_states=3)
+    assert isinstance(client.answer(_obs(3)), TeacherAnswer)
+    assert client.spaces() == (OBS_SPACE, ACT_SPACE)
+    assert client.stats()["answered"] == 3
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"k": 0.0}, "teacher_k"),
+        ({"k": -1.0}, "teacher_k"),
+        ({"tau": 0.2}, "teacher_tau"),
+        ({"tau": 0.0}, "teacher_tau"),
+        ({"vanishing_coefficient": 1.5}, "teacher_vanishing_coefficient"),
+        ({"mechanism": "gaussian"}, "teacher_mechanism"),
+        ({"delta_budget": 2.0}, "teacher_delta_budget"),
+        ({"epsilon_budget": float("nan")}, "teacher_epsilon_budget"),
+        ({"composition": "rdp"}, "teacher_composition"),
+        ({"delta_samples": 10}, "teacher_delta_samples"),
+    ],
+)
+def test_bad_teacher_settings_name_the_key(overrides: dict[str, Any], key: str) -> None:
+    with pytest.raises(PrivacyConfigError, match=key):
+        _settings(**overrides)
+
+
+def test_eta_must_be_below_one_over_m() -> None:
+    with pytest.raises(PrivacyConfigError, match=r"teacher_eta must be below 1/m"):
+        DirichletTeacher(_module(), _settings(eta=0.5, tau=0.01))
+
+
+# ---- connector -----------------------------------------------------------------------
+
+
+class _CountingTeacher:
+    def __init__(self, answer: bool = True) -> None:
+        self.calls: list[int] = []
+        self._answer = answer
+
+    def answer(self, observations: np.ndarray) -> TeacherAnswer:
+        self.calls.append(len(observations))
+        if not self._answer:
+            return TeacherAnswer(None, 0.0)
+        policies = np.tile(np.array([[0.25, 0.75]], np.float32), (len(observations), 1))
+        return TeacherAnswer(policies, 7.0)
+
+
+def _batch(n: int, in_loss: np.ndarray) -> dict[str, Any]:
+    return {
+        "default_policy": {
+            Columns.OBS: torch.as_tensor(_obs(n)),
+            Columns.LOSS_MASK: torch.as_tensor(in_loss),
+        }
+    }
+
+
+def test_connector_asks_once_per_call_and_only_for_samples_in_the_loss() -> None:
+    teacher = _CountingTeacher()
+    connector = KickstartTeacherConnector(num_actions=2)
+    connector.set_teacher(teacher)
+    in_loss = np.array([True, True, False, True, True, False])
+    out = connector(rl_module=None, batch=_batch(6, in_loss), episodes=[])
+    assert teacher.calls == [4]
+    column = out["default_policy"]
+    np.testing.assert_array_equal(column[TEACHER_MASK].numpy(), in_loss.astype(np.float32))
+    np.testing.assert_array_equal(column[TEACHER_K].numpy(), np.where(in_loss, 7.0, 0.0))
+    assert torch.all(column[TEACHER_POLICY][~torch.as_tensor(in_loss)] == 0)
+    assert torch.allclose(column[TEACHER_POLICY][0], torch.tensor([0.25, 0.75]))
+    assert connector.get_state() == {"queries": 1, "answered": 4, "refused": 0}
+
+
+def test_connector_masks_everything_when_refused_or_without_teacher() -> None:
+    connector = KickstartTeacherConnector(num_actions=2)
+    out = connector(rl_module=None, batch=_batch(3, np.ones(3, bool)), episodes=[])
+    assert out["default_policy"][TEACHER_MASK].sum() == 0
+    connector.set_teacher(_CountingTeacher(answer=False))
+    out = connector(rl_module=None, batch=_batch(3, np.ones(3, bool)), episodes=[])
+    assert out["default_policy"][TEACHER_MASK].sum() == 0
+    assert connector.get_state()["refused"] == 6
+    restored = KickstartTeacherConnector(num_actions=2)
+    restored.set_state(connector.get_state())
+    assert restored.get_state() == connector.get_state()
+
+
+# ---- loss term -----------------------------------------------------------------------
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.logged: dict[str, float] = {}
+
+    def log_dict(self, values: dict[str, Any], *, key: str, window: int) -> None:
+        self.logged.update({k: float(v) for k, v in values.items()})
+
+
+class _ZeroLossLearner:
+    def compute_loss_for_module(self, **kwargs: Any) -> torch.Tensor:
+        return torch.tensor(0.0)
+
+
+class _Learner(KickstartLossMixin, _ZeroLossLearner):
+    def __init__(self, settings: KickstartLossSettings) -> None:
+        self.kickstart_settings = settings
+        self.metrics = _Metrics()
+
+
+def _loss(settings: KickstartLossSettings, student: np.ndarray, teacher: np.ndarray, **cols):
+    learner = _Learner(settings)
+    n = len(student)
+    batch = {
+        TEACHER_POLICY: torch.as_tensor(teacher, dtype=torch.float32),
+        TEACHER_MASK: torch.as_tensor(cols.get("mask", np.ones(n)), dtype=torch.float32),
+        TEACHER_K: torch.as_tensor(cols.get("k", np.full(n, 5.0)), dtype=torch.float32),
+    }
+    logits = torch.log(torch.as_tensor(student, dtype=torch.float32))
+    fwd_out = {Columns.ACTION_DIST_INPUTS: logits}
+    loss = learner.compute_loss_for_module(
+        module_id="default_policy", config=None, batch=batch, fwd_out=fwd_out
+    )
+    return float(loss), learner.metrics.logged
+
+
+def test_phi_is_zero_inside_the_alpha_ball_and_the_distance_outside() -> None:
+    settings = KickstartLossSettings(coeff=2.0, lam=0.5, beta=0.05)
+    alpha = kickstart_threshold(k=5.0, beta=0.05, lam=0.5)
+    student = np.array([[0.5, 0.5], [0.5, 0.5]])
+    inside = 0.5 + 0.5 * alpha / np.sqrt(2)  # ‖π_θ − π^t‖₂ = α/2 < α
+    outside = 0.5 + 2 * alpha / np.sqrt(2)  # distance 2α > α
+    teacher = np.array([[inside, 1 - inside], [outside, 1 - outside]])
+    loss, logged = _loss(settings, student, teacher)
+    assert loss == pytest.approx(2.0 * (0.0 + 2 * alpha) / 2, rel=1e-4)
+    assert logged["kickstart_active_fraction"] == pytest.approx(0.5)
+    assert logged["kickstart_alpha_lambda"] == pytest.approx(alpha, rel=1e-5)
+
+
+def test_unanswered_samples_do_not_count_and_lambda_zero_is_plain_l2() -> None:
+    settings = KickstartLossSettings(coeff=1.0, lam=0.0)
+    student = np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]])
+    teacher = np.array([[0.6, 0.4], [0.1, 0.9], [0.0, 0.0]])
+    loss, logged = _loss(settings, student, teacher, mask=np.array([1.0, 1.0, 0.0]))
+    distances = np.linalg.norm(student[:2] - teacher[:2], axis=1)
+    assert loss == pytest.approx(distances.mean(), rel=1e-5)
+    assert logged["kickstart_answered_fraction"] == pytest.approx(2 / 3)
+
+
+def test_no_answers_add_nothing() -> None:
+    loss, logged = _loss(
+        KickstartLossSettings(), np.full((2, 2), 0.5), np.zeros((2, 2)), mask=np.zeros(2)
+    )
+    assert loss == 0.0 and logged["kickstart_loss"] == 0.0
+
+
+def test_cross_entropy_term_of_schmitt_et_al() -> None:
+    settings = KickstartLossSettings(coeff=1.0, loss="cross_entropy")
+    student = np.array([[0.3, 0.7]])
+    teacher = np.array([[0.9, 0.1]])
+    loss, _ = _loss(settings, student, teacher)
+    assert loss == pytest.approx(-(0.9 * np.log(0.3) + 0.1 * np.log(0.7)), rel=1e-5)
+
+
+def test_alpha_lambda_matches_lemma_1_and_vanishes_without_mechanism() -> None:
+    settings = KickstartLossSettings(lam=0.5, beta=0.05)
+    k = torch.tensor([1.0, 5.0, 50.0, math.inf])
+    alphas = kickstart_alpha(k, settings).numpy()
+    expected = [kickstart_threshold(k=float(v), beta=0.05, lam=0.5) for v in k[:3]]
+    np.testing.assert_allclose(alphas[:3], expected, rtol=1e-6)
+    assert alphas[3] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"coeff": -1.0}, "kickstart_coeff"),
+        ({"lam": -0.1}, "kickstart_lambda"),
+        ({"beta": 1.0}, "kickstart_beta"),
+        ({"beta": 0.0}, "kickstart_beta"),
+        ({"loss": "kl"}, "kickstart_loss"),
+    ],
+)
+def test_bad_kickstart_settings_name_the_key(kwargs: dict[str, Any], key: str) -> None:
+    with pytest.raises(PrivacyConfigError, match=key):
+        KickstartLossSettings(**kwargs)
+
+
+# ---- loading -------------------------------------------------------------------------
+
+
+def _fake_checkpoint(trial: Path, index: int) -> Path:
+    checkpoint = trial / f"checkpoint_{index:06d}"
+    module_dir = checkpoint / "learner_group" / "learner" / "rl_module" / "default_policy"
+    module_dir.mkdir(parents=True)
+    (module_dir / "module_state.pkl").write_bytes(b"")
+    (checkpoint / "rllib_checkpoint.json").write_text("{}")
+    return module_dir
+
+
+def test_resolve_accepts_module_checkpoint_trial_and_experiment_folders(tmp_path: Path) -> None:
+    experiment = tmp_path / "exp"
+    _fake_checkpoint(experiment / "trial_a", 0)
+    newest = _fake_checkpoint(experiment / "trial_a", 2)
+    assert resolve_teacher_checkpoint(experiment) == newest
+    assert resolve_teacher_checkpoint(experiment / "trial_a") == newest
+    assert resolve_teacher_checkpoint(experiment / "trial_a" / "checkpoint_000002") == newest
+    assert resolve_teacher_checkpoint(newest) == newest
+
+
+def test_resolve_errors_name_the_key_and_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(PrivacyConfigError, match="teacher_checkpoint .* does not exist"):
+        resolve_teacher_checkpoint(tmp_path / "missing")
+    with pytest.raises(PrivacyConfigError, match="holds no RLlib checkpoint"):
+        resolve_teacher_checkpoint(tmp_path)
+    _fake_checkpoint(tmp_path / "t1", 0)
+    _fake_checkpoint(tmp_path / "t2", 0)
+    with pytest.raises(PrivacyConfigError, match="holds 2 trials"):
+        resolve_teacher_checkpoint(tmp_path)
+
+
+def test_space_mismatch_is_rejected_with_both_spaces() -> None:
+    with pytest.raises(PrivacyConfigError, match="observation space .* but the student"):
+        check_teacher_spaces(
+            teacher_obs=OBS_SPACE,
+            teacher_act=ACT_SPACE,
+            student_obs=gym.spaces.Box(-1, 1, (6,), np.float32),
+            student_act=ACT_SPACE,
+            where="ckpt",
+        )
+    with pytest.raises(PrivacyConfigError, match="action space Discrete\\(2\\)"):
+        check_teacher_spaces(
+            teacher_obs=OBS_SPACE,
+            teacher_act=ACT_SPACE,
+            student_obs=OBS_SPACE,
+            student_act=gym.spaces.Discrete(3),
+            where="ckpt",
+        )
