@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["lipschitz_upper_bound", "restricted_lipschitz"]
 
-# Exact Lipschitz constant of SiLU, x·σ(x): max |d/dx| = 1.0998 (at x ≈ 2.4).
-_SILU_LIPSCHITZ = 1.0998
+# Lipschitz constant of SiLU, x·σ(x): max |d/dx| = 1.099839… (at x ≈ 2.40), rounded UP.
+# (1.0998, the value often quoted, is slightly below the true maximum, so not a valid bound.)
+_SILU_LIPSCHITZ = 1.0999
 
 
 @functools.cache
@@ -93,7 +94,7 @@ def lipschitz_upper_bound(*modules: nn.Module) -> float:
     in which the layers were registered), treating them as one chain x ↦ f_n(…f_1(x)), and
     multiplies ‖W‖₂ (``torch.linalg.matrix_norm(W, ord=2)``) of every ``nn.Linear`` with the
     constants of the activations: ReLU/ReLU6/Tanh/Hardtanh/Softplus/Identity/Flatten/Softmax
-    1, LeakyReLU max(1, |slope|), ELU max(1, α), SiLU 1.0998, Sigmoid 1/4, Dropout 1 (eval
+    1, LeakyReLU max(1, |slope|), ELU max(1, α), SiLU 1.0999, Sigmoid 1/4, Dropout 1 (eval
     mode only). Biases do not change the constant.
 
     Only pass the modules on the path from the observation to the logits, in order (e.g. the

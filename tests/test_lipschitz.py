@@ -1,0 +1,155 @@
+"""Tests for the Lipschitz upper bound of feed-forward torch networks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rllib_privacy.mechanisms import lipschitz_upper_bound, restrict_policy, restricted_lipschitz
+
+ACTIVATIONS = [
+    nn.ReLU,
+    nn.Tanh,
+    lambda: nn.LeakyReLU(0.1),
+    nn.ELU,
+    nn.SiLU,
+    nn.Sigmoid,
+    nn.Softplus,
+]
+
+
+def random_mlp(seed: int, sizes: list[int], activation: type[nn.Module]) -> nn.Sequential:
+    torch.manual_seed(seed)
+    layers: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:], strict=False)):
+        layers.append(nn.Linear(fan_in, fan_out))
+        if i < len(sizes) - 2:
+            layers.append(activation())
+    return nn.Sequential(*layers).double()
+
+
+def largest_slope(f: nn.Module, dim: int, seed: int) -> float:
+    """Largest ‖f(x) − f(y)‖₂ / ‖x − y‖₂ over random far and near pairs, and Jacobian norms."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(1000, dim, generator=generator, dtype=torch.float64) * 3.0
+    far = torch.randn(1000, dim, generator=generator, dtype=torch.float64) * 3.0
+    near = x + 1e-4 * torch.randn(1000, dim, generator=generator, dtype=torch.float64)
+    with torch.no_grad():
+        slopes = [(f(x) - f(y)).norm(dim=1) / (x - y).norm(dim=1) for y in (far, near)]
+    # Rows are independent, so the Jacobian of the column sums holds every row's Jacobian.
+    jacobians = torch.autograd.functional.jacobian(lambda z: f(z).sum(0), x[:200])
+    jacobians = jacobians.permute(1, 0, 2)  # (row, output, input)
+    jacobian_norm = float(torch.linalg.matrix_norm(jacobians, ord=2).max())
+    return max(float(torch.cat(slopes).max()), jacobian_norm)
+
+
+def test_one_layer_scalar_map_is_abs_weight() -> None:
+    layer = nn.Linear(1, 1)
+    with torch.no_grad():
+        layer.weight.fill_(-2.5)
+        layer.bias.fill_(7.0)
+    assert lipschitz_upper_bound(layer) == pytest.approx(2.5, rel=1e-15)
+
+
+def test_linear_chain_is_product_of_largest_singular_values() -> None:
+    net = random_mlp(0, [5, 7, 3, 2], nn.Identity)
+    expected = math.prod(
+        float(np.linalg.svd(layer.weight.detach().numpy(), compute_uv=False)[0])
+        for layer in net
+        if isinstance(layer, nn.Linear)
+    )
+    assert lipschitz_upper_bound(net) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("seed", range(2))
+def test_bound_dominates_finite_difference_slopes(activation: type[nn.Module], seed: int) -> None:
+    net = random_mlp(seed, [4, 16, 16, 3], activation)
+    policy = nn.Sequential(net, nn.Softmax(dim=-1))
+    bound = lipschitz_upper_bound(policy)
+    assert bound == pytest.approx(lipschitz_upper_bound(net), rel=1e-15)  # softmax: factor 1
+    assert largest_slope(net, 4, seed) <= bound * (1 + 1e-9)
+    assert largest_slope(policy, 4, seed) <= bound * (1 + 1e-9)
+
+
+def test_activation_constants() -> None:
+    first, second = nn.Linear(3, 4).double(), nn.Linear(4, 2).double()
+    norms = lipschitz_upper_bound(first) * lipschitz_upper_bound(second)
+    assert lipschitz_upper_bound(first, nn.Sigmoid(), second) == pytest.approx(norms / 4)
+    assert lipschitz_upper_bound(first, nn.LeakyReLU(3.0), second) == pytest.approx(3 * norms)
+    assert lipschitz_upper_bound(first, nn.ELU(alpha=2.0), second) == pytest.approx(2 * norms)
+    assert lipschitz_upper_bound(first, nn.SiLU(), second) == pytest.approx(1.0999 * norms)
+    for layer in (nn.ReLU(), nn.Tanh(), nn.Identity(), nn.Flatten(), nn.Dropout(0.5).eval()):
+        assert lipschitz_upper_bound(first, layer, second) == pytest.approx(norms)
+
+
+def test_silu_constant_is_a_tight_upper_bound() -> None:
+    x = torch.linspace(-20, 20, 400_001, dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(nn.functional.silu(x).sum(), x)
+    # The often-quoted 1.0998 is below the true maximum 1.099839…: the bound uses 1.0999.
+    assert 1.0998 < float(grad.abs().max()) <= 1.0999
+
+
+def test_several_modules_form_one_chain() -> None:
+    encoder = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Linear(8, 8), nn.Tanh())
+    head = nn.Sequential(nn.Linear(8, 2))
+    assert lipschitz_upper_bound(encoder, head) == pytest.approx(
+        lipschitz_upper_bound(encoder) * lipschitz_upper_bound(head), rel=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    ("layer", "name"),
+    [
+        (nn.Conv1d(1, 1, 3), "Conv1d"),
+        (nn.BatchNorm1d(4), "BatchNorm1d"),
+        (nn.LayerNorm(4), "LayerNorm"),
+        (nn.GELU(), "GELU"),
+    ],
+)
+def test_unsupported_layers_are_rejected(layer: nn.Module, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        lipschitz_upper_bound(nn.Sequential(nn.Linear(4, 4), layer))
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        lipschitz_upper_bound()
+    with pytest.raises(ValueError, match="argument 1"):
+        lipschitz_upper_bound(nn.Linear(2, 2), "relu")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Dropout"):
+        lipschitz_upper_bound(nn.Dropout(0.1).train())
+
+
+def test_restricted_lipschitz_bounds_restricted_policy_slopes() -> None:
+    eta, m = 0.05, 4
+    net = random_mlp(3, [6, 32, 32, m], nn.ReLU)
+    bound = restricted_lipschitz(lipschitz_upper_bound(net), eta=eta, num_actions=m)
+    assert bound == pytest.approx((1 - m * eta) * lipschitz_upper_bound(net), rel=1e-15)
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(4000, 6, generator=generator, dtype=torch.float64)
+    y = x + 0.05 * torch.randn(4000, 6, generator=generator, dtype=torch.float64)
+    with torch.no_grad():
+        px = restrict_policy(torch.softmax(net(x), dim=-1), eta=eta)
+        py = restrict_policy(torch.softmax(net(y), dim=-1), eta=eta)
+    slopes = (px - py).norm(dim=1) / (x - y).norm(dim=1)
+    assert float(slopes.max()) <= bound
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"lipschitz": -1.0, "eta": 0.1, "num_actions": 2}, "lipschitz"),
+        ({"lipschitz": math.inf, "eta": 0.1, "num_actions": 2}, "lipschitz"),
+        ({"lipschitz": 1.0, "eta": 0.5, "num_actions": 2}, "eta"),
+        ({"lipschitz": 1.0, "eta": 0.1, "num_actions": 1}, "num_actions"),
+    ],
+)
+def test_restricted_lipschitz_rejects_bad_arguments(kwargs: dict, match: str) -> None:
+    lipschitz = kwargs.pop("lipschitz")
+    with pytest.raises(ValueError, match=match):
+        restricted_lipschitz(lipschitz, **kwargs)

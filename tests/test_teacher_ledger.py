@@ -1,0 +1,239 @@
+"""Tests for the kickstarting teacher's privacy ledger (basic and advanced composition)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from dp_accounting.pld import common as pld_common
+from dp_accounting.pld import privacy_loss_distribution as pld
+
+from rllib_privacy.accounting import TeacherLedger, compose_advanced, compose_basic
+from rllib_privacy.errors import BudgetExhaustedError
+
+
+def roundtrip(ledger: TeacherLedger) -> TeacherLedger:
+    encoded = json.dumps(ledger.state_dict(), allow_nan=False)  # strict JSON: no Infinity
+    return TeacherLedger.from_state_dict(json.loads(encoded))
+
+
+def dwork_roth_advanced(epsilon: float, delta: float, n: int, slack: float) -> tuple[float, float]:
+    """Dwork & Roth Thm 3.20, homogeneous: (√(2n ln(1/δ'))ε + nε(e^ε − 1), nδ + δ')."""
+    return (
+        math.sqrt(2 * n * math.log(1 / slack)) * epsilon + n * epsilon * math.expm1(epsilon),
+        n * delta + slack,
+    )
+
+
+def optimal_pure_composition(epsilons_counts: list[tuple[float, int]], delta: float) -> float:
+    """Tight ε of composing pure ε_i-DP mechanisms at δ (dp-accounting PLD, independent)."""
+    composed = None
+    for epsilon, count in epsilons_counts:
+        # A coarse grid is pessimistic (rounds privacy losses up): still a fair floor here.
+        single = pld.from_privacy_parameters(
+            pld_common.DifferentialPrivacyParameters(epsilon, 0.0),
+            value_discretization_interval=1e-3,
+        ).self_compose(count)
+        composed = single if composed is None else composed.compose(single)
+    assert composed is not None
+    return float(composed.get_epsilon_for_delta(delta))
+
+
+def test_empty_ledger() -> None:
+    ledger = TeacherLedger(epsilon_budget=10.0)
+    assert ledger.spent == (0.0, 0.0)
+    assert ledger.epsilon_spent == 0.0 and ledger.delta_spent == 0.0
+    assert ledger.num_releases == 0 and ledger.events == () and ledger.last_k is None
+    assert ledger.remaining_epsilon == 10.0 and ledger.delta_budget == 1.0
+    assert ledger.composition == "basic"
+
+
+def test_basic_composition_sums_counts() -> None:
+    ledger = TeacherLedger(epsilon_budget=100.0)
+    assert ledger.record(k=5.0, epsilon=0.5, delta=1e-4, count=10) == pytest.approx(5.0)
+    ledger.record(k=2.5, epsilon=0.25, delta=1e-5, count=20)
+    assert ledger.epsilon_spent == pytest.approx(10.0)
+    assert ledger.delta_spent == pytest.approx(10 * 1e-4 + 20 * 1e-5)
+    assert ledger.num_releases == 30 and ledger.last_k == 2.5
+    assert ledger.remaining_epsilon == pytest.approx(90.0)
+    assert ledger.remaining_delta == pytest.approx(1.0 - 1.2e-3)
+
+
+def test_consecutive_identical_events_are_merged() -> None:
+    ledger = TeacherLedger(epsilon_budget=math.inf)
+    for _ in range(1000):
+        ledger.record(k=5.0, epsilon=0.01, delta=1e-6, count=4)
+    assert ledger.events == ((5.0, 0.01, 1e-6, 4000),)
+    ledger.record(k=2.0, epsilon=0.01, delta=1e-6, count=1)  # same (ε, δ), new k
+    ledger.record(k=5.0, epsilon=0.01, delta=1e-6, count=1)  # not consecutive with the first
+    assert [event[3] for event in ledger.events] == [4000, 1, 1]
+    assert ledger.num_releases == 4002
+    assert ledger.epsilon_spent == pytest.approx(40.02)
+
+
+def test_zero_count_records_nothing() -> None:
+    ledger = TeacherLedger(epsilon_budget=1.0)
+    assert ledger.record(k=5.0, epsilon=100.0, delta=0.5, count=0) == 0.0
+    assert ledger.events == () and ledger.can_afford(epsilon=100.0, delta=0.5, count=0)
+
+
+def test_epsilon_budget_refusal_and_can_afford() -> None:
+    ledger = TeacherLedger(epsilon_budget=1.0)
+    for _ in range(3):
+        assert ledger.can_afford(epsilon=1 / 3, delta=0.0, count=1)
+        ledger.record(k=1.0, epsilon=1 / 3, delta=0.0, count=1)  # exactly at budget: allowed
+    assert not ledger.can_afford(epsilon=1e-3, delta=0.0, count=1)
+    with pytest.raises(BudgetExhaustedError, match="budget"):
+        ledger.record(k=1.0, epsilon=1e-3, delta=0.0, count=1)
+    assert ledger.num_releases == 3  # the refused release was not recorded
+    assert ledger.remaining_epsilon == pytest.approx(0.0, abs=1e-12)
+    assert ledger.can_afford(epsilon=0.0, delta=0.0, count=5)
+
+
+def test_delta_budget_refusal() -> None:
+    ledger = TeacherLedger(epsilon_budget=math.inf, delta_budget=1e-3)
+    ledger.record(k=5.0, epsilon=1.0, delta=1e-4, count=10)
+    assert not ledger.can_afford(epsilon=1.0, delta=1e-4, count=1)
+    with pytest.raises(BudgetExhaustedError):
+        ledger.record(k=5.0, epsilon=1.0, delta=1e-4, count=1)
+    assert ledger.delta_spent == pytest.approx(1e-3)
+
+
+def test_rollout_sized_affordability() -> None:
+    # "Can I afford the next rollout of 200 states?"
+    ledger = TeacherLedger(epsilon_budget=1000.0)
+    ledger.record(k=5.0, epsilon=4.0, delta=0.0, count=200)
+    assert ledger.can_afford(epsilon=1.0, delta=0.0, count=200)
+    assert not ledger.can_afford(epsilon=1.0, delta=0.0, count=201)
+
+
+def test_state_round_trip_through_json() -> None:
+    ledger = TeacherLedger(
+        epsilon_budget=math.inf, delta_budget=0.5, composition="advanced", advanced_delta_slack=1e-7
+    )
+    ledger.record(k=5.0, epsilon=0.3, delta=1e-6, count=100)
+    ledger.record(k=math.inf, epsilon=math.inf, delta=0.0, count=2)
+    restored = roundtrip(ledger)
+    assert restored == ledger and restored.events == ledger.events
+    assert restored.spent == ledger.spent
+    assert restored.epsilon_budget == math.inf and restored.advanced_delta_slack == 1e-7
+    # load_state_dict continues the spent budget of a fresh ledger (no reset on restore).
+    fresh = TeacherLedger(epsilon_budget=1.0)
+    fresh.load_state_dict(json.loads(json.dumps(ledger.state_dict())))
+    assert fresh.num_releases == 102 and fresh.composition == "advanced"
+    assert "releases=102" in repr(fresh) and "advanced" in repr(fresh)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda s: s.pop("events"), "keys"),
+        (lambda s: s.update(version=2), "version"),
+        (lambda s: s.update(events=[[5.0, 1.0, 0.0, 0]]), "count"),
+        (lambda s: s.update(events=[[5.0, "big", 0.0, 1]]), "epsilon"),
+        (lambda s: s.update(events=[[5.0, 1.0, 0.0]]), "events"),
+        (lambda s: s.update(events=[[5.0, 3.0, 0.0, 1]]), "over its budget"),
+        (lambda s: s.update(composition="fancy"), "composition"),
+        (lambda s: s.update(delta_budget=2.0), "delta_budget"),
+    ],
+)
+def test_load_state_dict_rejects_bad_states(mutate: object, match: str) -> None:
+    ledger = TeacherLedger(epsilon_budget=2.0)
+    ledger.record(k=5.0, epsilon=1.0, delta=0.0, count=1)
+    state = ledger.state_dict()
+    mutate(state)  # type: ignore[operator]
+    target = TeacherLedger(epsilon_budget=10.0)
+    with pytest.raises(ValueError, match=match):
+        target.load_state_dict(state)
+    assert target.events == ()  # unchanged on failure
+
+
+@pytest.mark.parametrize(("epsilon", "n"), [(0.1, 1000), (0.5, 100), (0.05, 2000)])
+def test_advanced_composition_between_optimal_and_dwork_roth(epsilon: float, n: int) -> None:
+    slack, delta = 1e-6, 1e-7
+    adv_eps, adv_delta = compose_advanced([(epsilon, delta, n)], delta_slack=slack)
+    dr_eps, dr_delta = dwork_roth_advanced(epsilon, delta, n, slack)
+    basic_eps, _ = compose_basic([(epsilon, delta, n)])
+    assert adv_eps <= dr_eps and adv_eps < basic_eps
+    assert adv_delta == pytest.approx(1 - (1 - slack) * (1 - delta) ** n, rel=1e-12)
+    assert adv_delta <= dr_delta
+    # Soundness: never below the tight composition of pure ε-DP (dp-accounting, δ' only).
+    pure_eps, _ = compose_advanced([(epsilon, 0.0, n)], delta_slack=slack)
+    assert pure_eps >= optimal_pure_composition([(epsilon, n)], slack)
+
+
+def test_advanced_composition_heterogeneous() -> None:
+    events = [(0.1, 0.0, 400), (0.3, 0.0, 50), (0.02, 0.0, 2000)]
+    slack = 1e-6
+    eps, delta = compose_advanced(events, delta_slack=slack)
+    assert delta == pytest.approx(slack, rel=1e-12)
+    tight = optimal_pure_composition([(e, c) for e, _, c in events], slack)
+    assert tight <= eps < compose_basic(events)[0]
+    # Splitting an event into two with the same ε changes nothing.
+    split = [(0.1, 0.0, 150), (0.1, 0.0, 250), *events[1:]]
+    assert compose_advanced(split, delta_slack=slack)[0] == pytest.approx(eps, rel=1e-12)
+
+
+def test_ledger_reports_the_tighter_valid_pair() -> None:
+    few = TeacherLedger(epsilon_budget=math.inf, composition="advanced")
+    few.record(k=5.0, epsilon=1.0, delta=0.0, count=1)
+    assert few.spent == (1.0, 0.0)  # advanced only adds δ' here: the basic pair is reported
+    many = TeacherLedger(epsilon_budget=math.inf, composition="advanced", advanced_delta_slack=1e-6)
+    many.record(k=5.0, epsilon=0.1, delta=0.0, count=1000)
+    assert many.spent == compose_advanced([(0.1, 0.0, 1000)], delta_slack=1e-6)
+    assert many.epsilon_spent < 100.0
+    # Advanced lets a budget of ε = 30 hold releases that basic composition refuses.
+    basic = TeacherLedger(epsilon_budget=30.0)
+    advanced = TeacherLedger(epsilon_budget=30.0, composition="advanced")
+    assert not basic.can_afford(epsilon=0.1, delta=0.0, count=1000)
+    assert advanced.can_afford(epsilon=0.1, delta=0.0, count=1000)
+    # ... unless its δ' does not fit the δ budget: then only the basic pair is valid.
+    strict = TeacherLedger(
+        epsilon_budget=30.0, delta_budget=1e-7, composition="advanced", advanced_delta_slack=1e-6
+    )
+    assert not strict.can_afford(epsilon=0.1, delta=0.0, count=1000)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon_budget": 0.0}, "epsilon_budget"),
+        ({"epsilon_budget": -1.0}, "epsilon_budget"),
+        ({"epsilon_budget": math.nan}, "epsilon_budget"),
+        ({"epsilon_budget": 1.0, "delta_budget": 1.5}, "delta_budget"),
+        ({"epsilon_budget": 1.0, "delta_budget": -0.1}, "delta_budget"),
+        ({"epsilon_budget": 1.0, "composition": "rdp"}, "composition"),
+        ({"epsilon_budget": 1.0, "advanced_delta_slack": 0.0}, "advanced_delta_slack"),
+        ({"epsilon_budget": 1.0, "advanced_delta_slack": 1.0}, "advanced_delta_slack"),
+    ],
+)
+def test_constructor_rejects_bad_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TeacherLedger(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("k", 0.0),
+        ("k", -5.0),
+        ("epsilon", -0.1),
+        ("epsilon", math.nan),
+        ("delta", 1.5),
+        ("delta", -1e-9),
+        ("count", -1),
+        ("count", 1.5),
+        ("count", True),
+    ],
+)
+def test_record_rejects_bad_arguments(key: str, value: object) -> None:
+    ledger = TeacherLedger(epsilon_budget=10.0)
+    release = {"k": 5.0, "epsilon": 0.1, "delta": 1e-6, "count": 1, key: value}
+    with pytest.raises(ValueError, match=key):
+        ledger.record(**release)
+    if key != "k":
+        del release["k"]
+        with pytest.raises(ValueError, match=key):
+            ledger.can_afford(**release)
+    assert ledger.events == ()
