@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib.colors
+import matplotlib.image
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -388,6 +390,10 @@ def test_plot_writes_a_png(sweep: Path, tmp_path: Path) -> None:
     assert path == tmp_path / "new" / "curves.png"
     assert _png_size(path) == (900, 576)  # 7.5 x 4.8 inches at 120 dpi
     assert path.stat().st_size > 10_000  # Lines, bands, labels and legend, not a blank image.
+    pixels = matplotlib.image.imread(path)[..., :3]
+    for color in ("C0", "C1"):  # The two median lines, in matplotlib's first two colours.
+        rgb = np.array(matplotlib.colors.to_rgb(color))
+        assert np.sum(np.all(np.abs(pixels - rgb) < 0.02, axis=-1)) > 200, color
     with pytest.raises(PrivacyConfigError, match="--output: unsupported image type '.txt'"):
         plotting.plot_learning_curves(curves, tmp_path / "curves.txt")
     with pytest.raises(PrivacyConfigError, match="nothing to plot"):
