@@ -221,3 +221,16 @@ def test_invalid_monte_carlo_arguments(key: str, value: object) -> None:
         dirichlet_delta(**kwargs, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="rng"):
         dirichlet_delta(k=5.0, eta=0.1, tau=1e-3, num_actions=6, num_samples=10, rng=3)
+
+
+@pytest.mark.parametrize("k", [0.5, 5.0, 100.0])
+@pytest.mark.parametrize("eta", [0.01, 0.3])
+def test_vertex_is_the_worst_case_for_two_actions(k: float, eta: float) -> None:
+    # Eq. 6 evaluates δ at a vertex of Δ_{m,η} (paper eq. 8-11); check that no other input
+    # p ∈ Δ_{2,η} has a larger P(min_i x_i < τ), exactly, for m = 2.
+    for tau in (eta / 100, eta / 2, 0.99 * eta):
+        p = np.linspace(eta, 1.0 - eta, 2001)
+        outside = stats.beta.cdf(tau, k * p, k * (1 - p)) + stats.beta.sf(
+            1 - tau, k * p, k * (1 - p)
+        )
+        assert outside.max() <= exact_delta_two_actions(k, eta, tau) * (1 + 1e-9)

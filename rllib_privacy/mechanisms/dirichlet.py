@@ -82,8 +82,8 @@ def _validated_policy_numpy(policy: Any) -> np.ndarray:
     worst = float(np.max(np.abs(sums - 1.0)))
     if worst > _SUM_TOLERANCE:
         raise ValueError(
-            f"policy is not a probability vector: a row sums to 1 {worst:+.3g} away from 1 "
-            f"(allowed: within {_SUM_TOLERANCE})"
+            f"policy is not a probability vector: a row sum differs from 1 by {worst:.3g} "
+            f"(allowed: {_SUM_TOLERANCE})"
         )
     # Renormalize away the tolerated round-off so that π̃ lies exactly on Δ_{m,η}.
     array /= sums
@@ -109,8 +109,8 @@ def _validated_policy_torch(policy: Any) -> Any:
     worst = float((sums - 1.0).abs().max())
     if worst > _SUM_TOLERANCE:
         raise ValueError(
-            f"policy is not a probability vector: a row sums to 1 {worst:+.3g} away from 1 "
-            f"(allowed: within {_SUM_TOLERANCE})"
+            f"policy is not a probability vector: a row sum differs from 1 by {worst:.3g} "
+            f"(allowed: {_SUM_TOLERANCE})"
         )
     return array / sums
 
