@@ -701,7 +701,8 @@ def plot_learning_curves(
         The written file.
 
     Raises:
-        PrivacyConfigError: No curves, or matplotlib cannot write the suffix's format.
+        PrivacyConfigError: No curves, matplotlib cannot write the suffix's format, or the
+            file cannot be written.
 
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -736,8 +737,13 @@ def plot_learning_curves(
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path)
+    except OSError as e:
+        raise PrivacyConfigError(
+            f"--output: cannot write {str(output)!r}: {e.strerror or e}"
+        ) from None
     return path
 
 

@@ -396,6 +396,9 @@ def test_plot_writes_a_png(sweep: Path, tmp_path: Path) -> None:
         assert np.sum(np.all(np.abs(pixels - rgb) < 0.02, axis=-1)) > 200, color
     with pytest.raises(PrivacyConfigError, match="--output: unsupported image type '.txt'"):
         plotting.plot_learning_curves(curves, tmp_path / "curves.txt")
+    (tmp_path / "taken.png").mkdir()
+    with pytest.raises(PrivacyConfigError, match="--output: cannot write"):
+        plotting.plot_learning_curves(curves, tmp_path / "taken.png")
     with pytest.raises(PrivacyConfigError, match="nothing to plot"):
         plotting.plot_learning_curves([], tmp_path / "x.png")
 
