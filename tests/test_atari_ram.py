@@ -9,14 +9,22 @@ import pytest
 from rllib_privacy.envs import ram_env_id, register_ale_ram_envs
 
 
-def test_ram_alias_gives_the_128_byte_ram_observation() -> None:
+def test_ram_alias_gives_the_128_ram_bytes_scaled_to_unit_floats() -> None:
     assert "ALE/AirRaid-ram-v5" in register_ale_ram_envs()
     env = gym.make("ALE/AirRaid-ram-v5")
+    raw = gym.make("ALE/AirRaid-v5", obs_type="ram")
     obs, _ = env.reset(seed=0)
-    assert env.observation_space == gym.spaces.Box(0, 255, (128,), np.uint8)
-    assert obs.shape == (128,) and obs.dtype == np.uint8
-    assert env.action_space == gym.make("ALE/AirRaid-v5").action_space
+    raw_obs, _ = raw.reset(seed=0)
+    assert env.observation_space == gym.spaces.Box(0.0, 1.0, (128,), np.float32)
+    assert obs.shape == (128,) and obs.dtype == np.float32
+    np.testing.assert_array_equal(np.round(obs * 255).astype(np.uint8), raw_obs)
+    assert env.action_space == raw.action_space
+    for _ in range(20):
+        obs, *_ = env.step(1)
+        raw_obs, *_ = raw.step(1)
+    np.testing.assert_array_equal(np.round(obs * 255).astype(np.uint8), raw_obs)
     env.close()
+    raw.close()
 
 
 def test_ram_env_id_rejects_non_v5_ids() -> None:

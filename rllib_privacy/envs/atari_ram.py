@@ -3,8 +3,12 @@
 Papers of the gym era name RAM environments such as ``AirRaid-ram-v0``. ale-py now
 registers only ``ALE/<Game>-v5`` and expects ``obs_type="ram"`` as a keyword. This
 module registers ``ALE/<Game>-ram-v5`` for every ``ALE/<Game>-v5`` id, with the same
-settings plus ``obs_type="ram"`` (a 128-byte ``uint8`` observation), so that YAML
-files can name the RAM game directly. The entry point lives in this package, so the
+settings plus ``obs_type="ram"``, so that YAML files can name the RAM game directly.
+
+The observation is the console's 128 RAM bytes as ``float32`` scaled to [0, 1]
+(byte / 255): RLlib's default MLP encoders take float input, and the scale keeps
+adjacency radii (e.g. the Dirichlet teacher's ``teacher_adjacency``) in a unit range.
+``round(obs * 255)`` recovers the bytes. The entry point lives in this package, so the
 ``rllib_privacy:`` prefix that ``rllib train`` adds makes every EnvRunner import it.
 """
 
@@ -27,11 +31,16 @@ def ram_env_id(game_id: str) -> str:
 
 
 def make_ale_ram(**kwargs: Any) -> gym.Env:
-    """Entry point of the RAM aliases: ale-py's ``AtariEnv`` with ``obs_type="ram"``."""
+    """Entry point of the RAM aliases: ale-py's RAM ``AtariEnv``, bytes scaled to [0, 1]."""
     import ale_py
+    import numpy as np
 
     kwargs["obs_type"] = "ram"
-    return ale_py.env.AtariEnv(**kwargs)
+    env = ale_py.env.AtariEnv(**kwargs)
+    space = gym.spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
+    return gym.wrappers.TransformObservation(
+        env, lambda ram: np.asarray(ram, dtype=np.float32) / np.float32(255.0), space
+    )
 
 
 def register_ale_ram_envs() -> list[str]:
