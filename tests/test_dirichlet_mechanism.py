@@ -14,6 +14,9 @@ import pytest
 import torch
 from scipy import stats
 
+# Same statistical helpers (and family-wise ALPHA = 1e-6) as the LDP mechanism tests.
+from test_ldp_mechanisms import ALPHA, clopper_pearson, z_bound
+
 from rllib_privacy.accounting import dirichlet_delta_estimate, dirichlet_epsilon
 from rllib_privacy.mechanisms import (
     concentration_radius,
@@ -23,21 +26,6 @@ from rllib_privacy.mechanisms import (
     restrict_policy,
     sample_dirichlet,
 )
-
-ALPHA = 1e-6  # family-wise false-failure probability of each statistical test
-
-
-def z_bound(num_comparisons: int = 1) -> float:
-    """Two-sided normal quantile with a Bonferroni correction."""
-    return float(stats.norm.isf(ALPHA / (2 * num_comparisons)))
-
-
-def clopper_pearson(counts: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exact two-sided (1 - alpha) confidence bounds for binomial proportions."""
-    counts = np.asarray(counts)
-    lower = np.where(counts > 0, stats.beta.ppf(alpha / 2, counts, n - counts + 1), 0.0)
-    upper = np.where(counts < n, stats.beta.isf(alpha / 2, counts + 1, n - counts), 1.0)
-    return lower, upper
 
 
 def repeat_rows(policy: list[float], n: int) -> np.ndarray:
