@@ -234,3 +234,52 @@ def test_vertex_is_the_worst_case_for_two_actions(k: float, eta: float) -> None:
             1 - tau, k * p, k * (1 - p)
         )
         assert outside.max() <= exact_delta_two_actions(k, eta, tau) * (1 + 1e-9)
+
+
+# ---- union bound ---------------------------------------------------------------------
+
+
+def test_union_bound_is_exact_for_two_actions() -> None:
+    from scipy import stats as scipy_stats
+
+    from rllib_privacy.accounting import dirichlet_delta_union_bound
+
+    k, eta, tau = 20.0, 0.1, 1e-3
+    exact = scipy_stats.beta.cdf(tau, k * eta, k * (1 - eta)) + scipy_stats.beta.sf(
+        1 - tau, k * eta, k * (1 - eta)
+    )
+    bound = dirichlet_delta_union_bound(k=k, eta=eta, tau=tau, num_actions=2)
+    assert bound == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("k", "eta", "tau"), [(5.0, 0.1, 1e-3), (5.0, 0.05, 1e-2), (20, 0.1, 0.01)]
+)
+def test_union_bound_covers_the_monte_carlo_estimate_for_six_actions(
+    k: float, eta: float, tau: float
+) -> None:
+    from rllib_privacy.accounting import dirichlet_delta_union_bound
+
+    estimate, _ = dirichlet_delta_estimate(
+        k=k, eta=eta, tau=tau, num_actions=6, num_samples=200_000, rng=np.random.default_rng(3)
+    )
+    bound = dirichlet_delta_union_bound(k=k, eta=eta, tau=tau, num_actions=6)
+    # The bound must be >= the true δ; the estimate's standard error sets the slack.
+    slack = 4 * np.sqrt(max(estimate * (1 - estimate), 1e-12) / 200_000)
+    assert bound >= estimate - slack
+    # ... and it is the smaller bound that dirichlet_delta reports.
+    reported = dirichlet_delta(
+        k=k, eta=eta, tau=tau, num_actions=6, num_samples=20_000, rng=np.random.default_rng(4)
+    )
+    assert reported <= bound + 1e-15
+
+
+def test_union_bound_certifies_deltas_monte_carlo_cannot() -> None:
+    from rllib_privacy.accounting import dirichlet_delta_union_bound
+
+    bound = dirichlet_delta_union_bound(k=50.0, eta=0.1, tau=1e-3, num_actions=2)
+    assert 0.0 < bound < 1e-8
+    reported = dirichlet_delta(
+        k=50.0, eta=0.1, tau=1e-3, num_actions=2, num_samples=100_000, rng=np.random.default_rng(0)
+    )
+    assert reported == bound

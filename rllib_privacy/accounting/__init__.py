@@ -8,6 +8,7 @@ from rllib_privacy.accounting.dirichlet import (
     DirichletPrivacy,
     dirichlet_delta,
     dirichlet_delta_estimate,
+    dirichlet_delta_union_bound,
     dirichlet_epsilon,
     dirichlet_privacy,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "compose_basic",
     "dirichlet_delta",
     "dirichlet_delta_estimate",
+    "dirichlet_delta_union_bound",
     "dirichlet_epsilon",
     "dirichlet_privacy",
     "per_submission_epsilon",
