@@ -420,3 +420,45 @@ def test_space_mismatch_is_rejected_with_both_spaces() -> None:
             student_act=gym.spaces.Discrete(3),
             where="ckpt",
         )
+
+
+# ---- shipped student YAMLs, validated before Ray starts --------------------------------
+
+
+def _saved_module(path: Path, obs_space: Any, act_space: Any) -> Path:
+    spec = PPOConfig().get_default_rl_module_spec()
+    spec.observation_space, spec.action_space = obs_space, act_space
+    spec.model_config = DefaultModelConfig(fcnet_hiddens=[8])
+    spec.build().save_to_path(str(path))
+    return path
+
+
+def _validate(yaml_name: str, teacher: Path) -> None:
+    """What `rllib train -f FILE --dry-run --config ...` does, in this process."""
+    from rllib_privacy.experiments import Overrides, load_experiments
+
+    load_experiments(
+        Path(__file__).resolve().parents[1] / "tuned_configs" / yaml_name,
+        overrides=Overrides(config={"teacher_checkpoint": str(teacher)}),
+    )
+
+
+def test_student_yamls_validate_with_a_matching_teacher_and_reject_another(
+    tmp_path: Path,
+) -> None:
+    import rllib_privacy  # noqa: F401  (registers the ALE RAM ids)
+
+    airraid = gym.make("ALE/AirRaid-ram-v5")
+    airraid_teacher = _saved_module(
+        tmp_path / "airraid", airraid.observation_space, airraid.action_space
+    )
+    airraid.close()
+    cartpole = gym.make("CartPole-v1")
+    cartpole_teacher = _saved_module(
+        tmp_path / "cartpole", cartpole.observation_space, cartpole.action_space
+    )
+    for name in ("kickstart_dirichlet_cartpole.yaml", "kickstart_sweep_cartpole.yaml"):
+        _validate(name, cartpole_teacher)
+    _validate("kickstart_dirichlet_airraid.yaml", airraid_teacher)
+    with pytest.raises(PrivacyConfigError, match="was trained with observation space"):
+        _validate("kickstart_dirichlet_airraid.yaml", cartpole_teacher)

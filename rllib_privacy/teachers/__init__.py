@@ -11,6 +11,7 @@ from rllib_privacy.teachers.dirichlet_teacher import (
 from rllib_privacy.teachers.loading import (
     check_teacher_spaces,
     load_teacher_module,
+    load_teacher_spaces,
     resolve_teacher_checkpoint,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "TeacherSettings",
     "check_teacher_spaces",
     "load_teacher_module",
+    "load_teacher_spaces",
     "resolve_teacher_checkpoint",
 ]

@@ -15,8 +15,9 @@ teacher stops sharing for good, and refuses every later request, once
 * the rollout that starts would exceed the ε or δ budget at its expected size, or
 * a request cannot be afforded in full (requests are answered all or nothing).
 
-ε(k) of eq. 12 is not monotone as k → 0 (its lnΓ terms grow), so "k = 0" in the paper's
-words is implemented as "stop answering", not as answering with a tiny k.
+ε(k) of eq. 12 does not vanish as k → 0 (its lnΓ terms level off at a positive floor) and δ(k)
+grows, so "k = 0" in the paper's words is implemented as "stop answering", not as answering
+with a tiny k.
 
 In a Ray job the teacher runs as an actor (``TeacherServer``) created by the algorithm,
 so that its weights stay in a process the student's learners cannot read; tests and

@@ -69,6 +69,22 @@ def load_teacher_module(module_dir: str | Path) -> Any:
     return module
 
 
+def load_teacher_spaces(module_dir: str | Path) -> tuple[Any, Any]:
+    """(observation space, action space) stored with an RLModule checkpoint.
+
+    Reads the module's constructor arguments only; no weights leave the teacher's folder.
+    """
+    import pickle
+
+    with open(Path(module_dir) / "class_and_ctor_args.pkl", "rb") as f:
+        ctor = pickle.load(f)
+    kwargs = ctor.get("ctor_args_and_kwargs", ((), {}))[1]
+    if "observation_space" in kwargs and "action_space" in kwargs:
+        return kwargs["observation_space"], kwargs["action_space"]
+    module = load_teacher_module(module_dir)
+    return module.observation_space, module.action_space
+
+
 def check_teacher_spaces(
     *, teacher_obs: Any, teacher_act: Any, student_obs: Any, student_act: Any, where: str
 ) -> None:

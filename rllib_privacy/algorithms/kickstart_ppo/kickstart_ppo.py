@@ -46,6 +46,7 @@ from rllib_privacy.teachers import (
     TeacherServer,
     TeacherSettings,
     check_teacher_spaces,
+    load_teacher_spaces,
     resolve_teacher_checkpoint,
 )
 from rllib_privacy.utils import metrics as keys
@@ -167,7 +168,17 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
                 "teacher_checkpoint is required: the path of a trained teacher (RLlib "
                 "checkpoint, Tune trial or experiment folder, or RLModule folder)"
             )
-        resolve_teacher_checkpoint(self.teacher_checkpoint)
+        module_dir = resolve_teacher_checkpoint(self.teacher_checkpoint)
+        student = _student_env_spaces(self)
+        if student is not None:
+            teacher = load_teacher_spaces(module_dir)
+            check_teacher_spaces(
+                teacher_obs=teacher[0],
+                teacher_act=teacher[1],
+                student_obs=student[0],
+                student_act=student[1],
+                where=str(self.teacher_checkpoint),
+            )
 
     @staticmethod
     def normalize_config_dict(config: dict[str, Any]) -> dict[str, Any]:
@@ -302,6 +313,32 @@ class KickstartPPO(PPO):
         if teacher is not None:
             teacher.shutdown()
         super().cleanup()
+
+
+def _student_env_spaces(config: AlgorithmConfig) -> tuple[Any, Any] | None:
+    """(observation, action) space of one env of the student, or None if it cannot be made.
+
+    Lets a teacher trained on another environment be rejected before Ray starts; when the
+    env cannot be made here (e.g. it needs the cluster), the check happens in ``setup``.
+    """
+    import gymnasium as gym
+    from ray.rllib.env.env_context import EnvContext
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    if not isinstance(config.env, str):
+        return None
+    try:
+        if _global_registry.contains(ENV_CREATOR, config.env):
+            creator = _global_registry.get(ENV_CREATOR, config.env)
+            env = creator(EnvContext(dict(config.env_config or {}), worker_index=0))
+        else:
+            env = gym.make(config.env, **dict(config.env_config or {}))
+    except Exception:  # noqa: BLE001  (RLlib reports env errors itself when it builds)
+        return None
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
 
 
 def _absolute(value: Any) -> Any:
