@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import itertools
 import logging
 import os
 import shlex
@@ -328,6 +329,14 @@ def _run(
         return EXIT_TRIAL_ERROR
     try:
         has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+        if args.ray_address is None:
+            # A local cluster never grows: a trial asking for more than it has would wait
+            # in PENDING forever.
+            for exp in experiment_file.experiments:
+                problem = _unschedulable(exp, has_gpus, ray.cluster_resources())
+                if problem:
+                    print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
+                    return EXIT_USAGE
         outcomes = []
         for exp in experiment_file.experiments:
             outcomes.append(_run_experiment(exp, has_gpus, args, scheduler))
@@ -336,6 +345,28 @@ def _run(
     finally:
         ray.shutdown()
     return _report(outcomes, experiment_file, args)
+
+
+def _unschedulable(exp: exps.Experiment, has_gpus: bool, cluster: dict[str, float]) -> str:
+    """Why a trial of ``exp`` can never start on ``cluster`` ("" if every one can)."""
+    import copy
+
+    from ray.tune.registry import get_trainable_cls
+    from ray.tune.search.variant_generator import generate_variants
+
+    algo_cls = get_trainable_cls(exp.run)
+    variants = generate_variants(copy.deepcopy(exp.config_for(has_gpus)))
+    for _, variant in itertools.islice(variants, exps.MAX_VALIDATED_VARIANTS):
+        needed = algo_cls.default_resource_request(variant).required_resources
+        for resource, option in (("CPU", "--ray-num-cpus"), ("GPU", "--ray-num-gpus")):
+            if needed.get(resource, 0) > cluster.get(resource, 0) + 1e-9:
+                return (
+                    f"experiment {exp.name!r}: one trial needs {needed[resource]:g} "
+                    f"{resource}s (the algorithm, its EnvRunners and Learners), but this Ray "
+                    f"cluster has {cluster.get(resource, 0):g}; lower num_env_runners / "
+                    f"num_learners / num_gpus_per_learner, or raise {option}"
+                )
+    return ""
 
 
 def _run_experiment(

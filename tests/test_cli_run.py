@@ -133,3 +133,10 @@ def test_bad_key_or_value_is_named_before_ray_starts(
     assert expected in result.stderr, result.stderr
     assert str(bad) in result.stderr and "ldp-a3c-laplace" in result.stderr
     assert "Traceback" not in result.stderr and "Started a local Ray" not in result.stderr
+
+
+@pytest.mark.ray
+def test_a_trial_bigger_than_the_local_cluster_is_an_error_not_a_hang() -> None:
+    result = _rllib("train", "-f", "tuned_configs/ldp_a3c.yaml", "--ray-num-cpus", "1", timeout=180)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "one trial needs 2 CPUs" in result.stderr and "--ray-num-cpus" in result.stderr
