@@ -7,6 +7,9 @@ and TensorBoard logs them as ``ray/tune/<key>``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 # privacy/...
 PRIVACY_EPSILON_SPENT = "privacy/epsilon_spent"
 PRIVACY_DELTA_SPENT = "privacy/delta_spent"
@@ -38,3 +41,9 @@ KICKSTART_TEACHER_SHARING = "kickstart/teacher_sharing"
 KICKSTART_TEACHER_STOPPED_AT = "kickstart/teacher_stopped_at_iteration"
 KICKSTART_EPSILON_PER_RELEASE = "kickstart/epsilon_per_release"
 KICKSTART_DELTA_PER_RELEASE = "kickstart/delta_per_release"
+
+
+def headline_first(results: dict[str, Any], headline_keys: Iterable[str]) -> dict[str, Any]:
+    """``results`` with the headline keys first (Tune's progress table shows the first ones)."""
+    head = {k: results[k] for k in headline_keys if k in results}
+    return {**head, **{k: v for k, v in results.items() if k not in head}}

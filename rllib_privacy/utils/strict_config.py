@@ -31,3 +31,16 @@ class StrictConfigMixin:
                     f"{self.key_reference or type(self).__name__} key reference"
                 )
         return super().update_from_dict(config_dict)
+
+    def set_provided(self, arguments: dict[str, Any]) -> None:
+        """Set every argument of a ``training(...)`` call that is not ``NotProvided``.
+
+        Args:
+            arguments: ``locals()`` of the ``training`` method.
+
+        """
+        from ray.rllib.algorithms.algorithm_config import NotProvided
+
+        for name, value in arguments.items():
+            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
+                setattr(self, name, value)

@@ -133,9 +133,7 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
     ) -> Self:
         """PPO's ``training()`` plus the keys of the README's KickstartPPO key reference."""
         super().training(**kwargs)
-        for name, value in list(locals().items()):
-            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
-                setattr(self, name, value)
+        self.set_provided(locals())
         return self
 
     def teacher_settings(self) -> TeacherSettings:
@@ -287,8 +285,7 @@ class KickstartPPO(PPO):
         results["timesteps_total"] = results.get(
             NUM_ENV_STEPS_SAMPLED_LIFETIME, env_runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
         )
-        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
-        return {**head, **{k: v for k, v in results.items() if k not in head}}
+        return keys.headline_first(results, HEADLINE_KEYS)
 
     @override(Algorithm)
     def get_state(

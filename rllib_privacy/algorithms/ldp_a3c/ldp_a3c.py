@@ -160,9 +160,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
 
         """
         super().training(**kwargs)
-        for name, value in list(locals().items()):
-            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
-                setattr(self, name, value)
+        self.set_provided(locals())
         return self
 
     @property
@@ -524,8 +522,7 @@ class LDPA3C(Algorithm):
         """Runs one iteration; puts headline keys first and env steps as x-axis."""
         results = super().step()
         results["timesteps_total"] = self._scores.env_steps
-        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
-        return {**head, **{k: v for k, v in results.items() if k not in head}}
+        return keys.headline_first(results, HEADLINE_KEYS)
 
     @override(Algorithm)
     def get_state(
