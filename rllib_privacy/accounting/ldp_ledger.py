@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
@@ -249,17 +250,9 @@ class LDPLedger:
                 over the budget).
 
         """
-        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            keys = sorted(state, key=str) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(
-                f"state must be a dict with keys {sorted(_STATE_KEYS)} (from "
-                f"LDPLedger.state_dict()), got {keys}"
-            )
-        if state["format"] != _FORMAT or state["version"] != _VERSION:
-            raise ValueError(
-                f"state format/version must be {_FORMAT!r}/{_VERSION}, "
-                f"got {state['format']!r}/{state['version']!r}"
-            )
+        check_state_header(
+            state, keys=_STATE_KEYS, format_name=_FORMAT, version=_VERSION, owner="LDPLedger"
+        )
         budget = _decode_epsilon(
             "state['epsilon_budget_per_agent']", state["epsilon_budget_per_agent"]
         )

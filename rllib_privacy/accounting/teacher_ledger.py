@@ -28,6 +28,7 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
+from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
@@ -383,17 +384,9 @@ class TeacherLedger:
             ValueError: If ``state`` is not in that format or its releases exceed its budget.
 
         """
-        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            keys = sorted(state, key=str) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(
-                f"state must be a dict with keys {sorted(_STATE_KEYS)} (from "
-                f"TeacherLedger.state_dict()), got {keys}"
-            )
-        if state["format"] != _FORMAT or state["version"] != _VERSION:
-            raise ValueError(
-                f"state format/version must be {_FORMAT!r}/{_VERSION}, "
-                f"got {state['format']!r}/{state['version']!r}"
-            )
+        check_state_header(
+            state, keys=_STATE_KEYS, format_name=_FORMAT, version=_VERSION, owner="TeacherLedger"
+        )
         restored = TeacherLedger(
             epsilon_budget=_decode_number("state['epsilon_budget']", state["epsilon_budget"]),
             delta_budget=state["delta_budget"],
