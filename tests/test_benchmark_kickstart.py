@@ -1,0 +1,270 @@
+"""benchmarks/kickstart.py without starting Ray: statistics, arguments, RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+INF = math.inf
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "kickstart.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    # benchmarks/ is not a package: import the script by putting its folder on the path.
+    sys.path.insert(0, str(_PATH.parent))
+    try:
+        yield importlib.import_module("kickstart")
+    finally:
+        sys.path.remove(str(_PATH.parent))
+        sys.modules.pop("kickstart", None)
+
+
+def test_script_imports_no_ray_or_torch_at_module_level() -> None:
+    source = _PATH.read_text()
+    top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert not any("ray" in line or "torch" in line for line in top_level), top_level
+    # And importing it really leaves them unloaded (a fresh interpreter; no Ray started).
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('kb', {str(_PATH)!r})\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['kb'] = m\n"
+        "spec.loader.exec_module(m)\n"
+        "print(sorted(n for n in ('ray', 'torch', 'rllib_privacy') if n in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_steps_to_threshold_is_the_first_result_at_or_above_the_target(bench) -> None:
+    steps = [2000, 4000, 6000, 8000]
+    assert bench.steps_to_threshold(steps, [20.0, 449.9, 450.0, 500.0], 450.0) == 6000.0
+    assert bench.steps_to_threshold(steps, [20.0, 30.0, 40.0, 449.0], 450.0) == INF
+    # A later dip does not matter: the first crossing counts.
+    assert bench.steps_to_threshold(steps, [460.0, 100.0, 100.0, 100.0], 450.0) == 2000.0
+    # Negative targets (Acrobot): -99 >= -100 reaches, -101 does not.
+    assert bench.steps_to_threshold(steps, [-500.0, -101.0, -99.0, -90.0], -100.0) == 6000.0
+    # No finished episode yet (None/NaN) never counts, even for a very low target.
+    assert bench.steps_to_threshold([1, 2], [None, math.nan], -1e9) == INF
+    assert bench.steps_to_threshold([], [], 1.0) == INF
+    with pytest.raises(ValueError, match="same length"):
+        bench.steps_to_threshold([1, 2], [1.0], 0.0)
+
+
+def test_median_steps_sorts_not_reached_seeds_last(bench) -> None:
+    assert bench.median_steps([30.0, 10.0, 20.0]) == 20.0
+    assert bench.median_steps([40.0, 10.0, 30.0, 20.0]) == 25.0
+    assert bench.median_steps([INF, 10.0, 20.0]) == 20.0  # 1 of 3 not reached
+    assert bench.median_steps([INF, INF, 10.0]) == INF  # most not reached
+    assert bench.median_steps([INF, 10.0]) == INF  # half of an even count
+    assert math.isnan(bench.median_steps([]))
+
+
+def test_spread_and_reached_count_include_not_reached_seeds(bench) -> None:
+    assert bench.spread([30.0, INF, 10.0]) == (10.0, INF)
+    assert bench.spread([5.0]) == (5.0, 5.0)
+    assert all(math.isnan(v) for v in bench.spread([]))
+    assert bench.num_reached([30.0, INF, 10.0, INF]) == 2
+
+
+def test_speedup_is_teacher_over_student_steps(bench) -> None:
+    assert bench.speedup(40_000.0, 10_000.0) == pytest.approx(4.0)
+    assert bench.speedup(10_000.0, 20_000.0) == pytest.approx(0.5)
+    assert bench.speedup(40_000.0, INF) == 0.0  # only the teacher reached T
+    assert math.isnan(bench.speedup(INF, 10_000.0))  # no reference
+    assert math.isnan(bench.speedup(10_000.0, math.nan))
+
+
+def test_student_cap_is_whole_batches_of_a_multiple_of_the_teacher(bench) -> None:
+    assert bench.student_cap(46_000.0, factor=1.25, cap=150_000, batch=2000) == 58_000
+    assert bench.student_cap(46_000.0, factor=1.0, cap=150_000, batch=2000) == 46_000
+    assert bench.student_cap(46_000.0, factor=10.0, cap=150_000, batch=2000) == 150_000
+    assert bench.student_cap(INF, factor=1.25, cap=150_000, batch=2000) == 150_000
+    assert bench.student_cap(100.0, factor=0.5, cap=150_000, batch=2000) == 2000
+
+
+def _run(bench, seed: int, steps: float, **kwargs):
+    values = dict(
+        env_steps=int(steps if math.isfinite(steps) else 8000),
+        final_return=1.0,
+        iterations=3,
+        wall_s=10.0,
+        path="/tmp/x",
+    )
+    values.update(kwargs)
+    return bench.RunResult(seed=seed, steps_to_target=steps, **values)
+
+
+def _task_result(bench, teacher_steps: float = 40_000.0, plot: Path | None = None):
+    aware = bench.ArmResult(
+        "privacy-aware",
+        [
+            _run(bench, 0, 8000.0, epsilon_spent=1e5, delta_spent=1e-3, answered=8000.0),
+            _run(bench, 1, 12_000.0, epsilon_spent=2e5, delta_spent=2e-3, answered=12_000.0),
+            _run(
+                bench,
+                2,
+                INF,
+                epsilon_spent=3e5,
+                delta_spent=3e-3,
+                answered=16_000.0,
+                stopped_at=5.0,
+            ),
+        ],
+        cap=50_000,
+    )
+    baseline = bench.ArmResult("no-kickstart", [_run(bench, s, INF) for s in range(3)], cap=50_000)
+    teacher = _run(bench, 0, teacher_steps)
+    return bench.TaskResult(
+        task=bench.TASKS["cartpole"],
+        teacher=teacher,
+        teacher_cap=150_000,
+        arms=[aware, baseline],
+        plot=str(plot or bench.BENCH_DIR / "kickstart_cartpole.png"),
+        wall_s=123.0,
+    )
+
+
+def test_arm_table_reports_median_spread_ratio_and_privacy(bench) -> None:
+    table = bench.arm_table(_task_result(bench))
+    aware = next(line for line in table.splitlines() if line.startswith("| privacy-aware"))
+    cells = [c.strip() for c in aware.strip("|").split("|")]
+    assert cells[1] == "2/3"  # reached T
+    assert cells[2] == "12,000"  # median with the not-reached seed sorted last
+    assert cells[3] == "8,000 – not reached"
+    assert cells[4] == "3.33×"  # 40,000 / 12,000
+    assert cells[5] == "5.00×, 3.33×, 0 (not reached)"
+    assert cells[6] == "2e+05" and cells[7] == "0.002"
+    assert cells[9] == "no, no, 5"
+    baseline = next(line for line in table.splitlines() if line.startswith("| no-kickstart"))
+    cells = [c.strip() for c in baseline.strip("|").split("|")]
+    assert cells[1] == "0/3" and cells[2] == "not reached" and cells[4] == "0 (not reached)"
+    assert cells[6] == "—"  # no teacher, no privacy spend
+
+
+def _args(bench, tmp_path: Path, *extra: str) -> argparse.Namespace:
+    args = bench.parse_args(["--results-md", str(tmp_path / "RESULTS.md"), *extra])
+    return args
+
+
+_MACHINE = {
+    "nproc": 2,
+    "cpu_model": "cpu",
+    "ram_gib": 1.0,
+    "load_1min": 3.0,
+    "python": "3",
+    "ray": "r",
+    "torch": "t",
+}
+
+
+def _overhead(bench, kickstart_s, ppo_s, answer_s, rollout_s=None):
+    return bench.OverheadResult(
+        kickstart_s=kickstart_s,
+        ppo_s=ppo_s,
+        teacher_answer_s=answer_s,
+        teacher_rollout_s=rollout_s or [0.01] * len(answer_s),
+        warmup=1,
+        batch=2000,
+        sharing=[1.0] * len(kickstart_s),
+        teacher_source="test",
+    )
+
+
+def test_parts_are_rendered_and_replaced_between_markers(bench, tmp_path: Path) -> None:
+    path = tmp_path / "RESULTS.md"
+    path.write_text(
+        "# Benchmark results\n\n<!-- pgc_a3c:start -->\nother benchmark\n<!-- pgc_a3c:end -->\n"
+    )
+    args = _args(bench, tmp_path, "--write-results")
+    overhead = _overhead(bench, [2.2, 2.0, 2.1], [2.0, 1.9, 2.0], [0.05, 0.04, 0.06])
+    task = _task_result(bench, plot=tmp_path / "kickstart_cartpole.png")
+    parts = bench.render_parts([task], overhead, args, _MACHINE, "day one")
+    assert set(parts) == {"cartpole", "overhead"}
+    bench.update_results_md(path, parts)
+    text = path.read_text()
+    assert text.index("other benchmark") < text.index(bench.SECTION_START)  # appended at the end
+    assert "day one" in text and "python benchmarks/kickstart.py" in text
+    assert "(kickstart_cartpole.png)" in text  # linked relative to RESULTS.md
+    assert "1.050×" in text and "**met**" in text  # medians 2.1 / 2.0
+    # A later run of the overhead part only replaces that part and keeps the task's.
+    bench.update_results_md(path, bench.render_parts([], overhead, args, _MACHINE, "day two"))
+    text = path.read_text()
+    assert text.count("day one") == 1 and text.count("day two") == 1
+    assert text.index("kickstart:cartpole:start") < text.index("kickstart:overhead:start")
+    # A part for a task earlier in the order is put back before the overhead part.
+    bench.update_results_md(path, {"acrobot": "acrobot part"})
+    text = path.read_text()
+    assert text.index("kickstart:acrobot:start") < text.index("kickstart:overhead:start")
+    assert text.count(bench.SECTION_START) == 1 and text.count(bench.SECTION_END) == 1
+    assert text.count(bench.SECTION_TITLE) == 1 and "other benchmark" in text
+    assert text.endswith(bench.SECTION_END + "\n")
+
+
+def test_overhead_ratio_and_target(bench) -> None:
+    result = _overhead(bench, [3.0, 1.0, 2.4], [2.0, 2.0, 1.0], [0.1, 0.05, 0.1], [0.0, 0.1, 0.0])
+    assert result.ratio == pytest.approx(1.2)  # medians 2.4 / 2.0
+    assert result.teacher_median == pytest.approx(0.1)  # per-iteration totals 0.1, 0.15, 0.1
+    parts = bench.render_parts([], result, bench.parse_args([]), _MACHINE, "d")
+    assert "**missed**" in parts["overhead"]
+
+
+def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None:
+    args = bench.parse_args([])
+    assert args.tasks == ["cartpole", "acrobot"] and args.seeds == 3
+    assert args.arms == ["privacy-aware", "privacy-unaware", "plain-kickstart", "no-kickstart"]
+    assert args.plot_dir is None and not args.write_results
+    assert args.command_line == "python benchmarks/kickstart.py"
+    quick = bench.parse_args(["--quick", "--seeds", "4"])
+    assert quick.seeds == 4 and quick.teacher_cap == bench.QUICK_DEFAULTS["teacher_cap"]
+    assert quick.command_line == "python benchmarks/kickstart.py --quick --seeds 4"
+    written = bench.parse_args(["--write-results", "--tasks", "acrobot,acrobot"])
+    assert written.plot_dir == bench.BENCH_DIR and written.tasks == ["acrobot"]
+    targets = bench.parse_args(["--targets", "cartpole=400,acrobot=-120"]).targets
+    assert targets == {"cartpole": 400.0, "acrobot": -120.0}
+    for bad in (
+        ["--tasks", "lunarlander"],
+        ["--arms", "privacy_aware"],
+        ["--seeds", "0"],
+        ["--student-cap-factor", "0"],
+        ["--targets", "pong=1"],
+        ["--overhead-only", "--no-overhead"],
+        ["--analyze-only"],  # needs the earlier run's --storage-path
+        ["--overhead-iterations", "0"],
+        ["--overhead-warmup", "-1"],
+    ):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+
+
+def test_student_config_split_keeps_ppo_and_kickstart_keys_apart(bench) -> None:
+    config = bench.load_yaml_config(bench.STUDENT_YAML)
+    ppo, kickstart = bench.split_student_config(config)
+    assert set(bench.PPO_KEYS) <= set(ppo) and "model_config" in ppo
+    assert kickstart["teacher_mechanism"] == "dirichlet"
+    assert all(k.startswith(("teacher_", "kickstart_")) for k in kickstart)
+    # Set per arm/task/seed by the benchmark, never taken from the YAML.
+    assert not {"teacher_checkpoint", "num_env_runners"} & (set(ppo) | set(kickstart))
+
+
+def test_missing_experiment_file_is_a_clear_error_before_ray(bench, tmp_path: Path) -> None:
+    with pytest.raises(bench.BenchmarkError, match="not found"):
+        bench.load_yaml_config(tmp_path / "missing.yaml")
+    assert bench.main(["--student-config", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_arm_of_classifies_trials_by_trainable_and_config(bench) -> None:
+    dirichlet = {"teacher_mechanism": "dirichlet"}
+    assert bench.arm_of("KickstartPPO", {**dirichlet, "kickstart_lambda": 0.5}) == "privacy-aware"
+    assert bench.arm_of("KickstartPPO", {**dirichlet, "kickstart_lambda": 0.0}) == "privacy-unaware"
+    plain = {"teacher_mechanism": "none", "kickstart_lambda": 0.0}
+    assert bench.arm_of("KickstartPPO", plain) == "plain-kickstart"
+    assert bench.arm_of("PPO", {"lr": 3e-4}) == "no-kickstart"
+    with pytest.raises(bench.BenchmarkError, match="matches no arm"):
+        bench.arm_of("KickstartPPO", {**dirichlet, "kickstart_lambda": 2.0})
