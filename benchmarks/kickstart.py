@@ -557,17 +557,22 @@ def run_tuner(
 
 def read_runs(folder: Path, algorithm: str) -> list[tuple[str, str, Any, RunResult]]:
     """Every trial of an experiment folder as (env, arm, trial, RunResult); steps to T unset."""
+    from rllib_privacy.errors import PrivacyConfigError
     from rllib_privacy.plotting import load_trials
 
+    try:
+        trials = load_trials([folder])
+    except PrivacyConfigError as e:  # no trial folders: an interrupted run
+        raise BenchmarkError(str(e)) from None
     out = []
-    for trial in load_trials([folder]):
+    for trial in trials:
         rows = list(trial.rows)
         config = trial.config or {}
         last = rows[-1] if rows else {}
         run = RunResult(
             seed=int(config.get("seed") or 0),
             steps_to_target=INF,
-            env_steps=int(_float(last.get(STEPS_KEY)) or 0),
+            env_steps=_int_or_zero(last.get(STEPS_KEY)),
             final_return=_float(last.get(RETURN_KEY)),
             iterations=len(rows),
             wall_s=_float(last.get("time_total_s")),
@@ -592,6 +597,11 @@ def with_steps_to_target(trial: Any, run: RunResult, target: float) -> RunResult
     steps = [_float(r.get(STEPS_KEY)) for r in rows]
     returns = [_float(r.get(RETURN_KEY)) for r in rows]
     return dataclasses.replace(run, steps_to_target=steps_to_threshold(steps, returns, target))
+
+
+def _int_or_zero(value: Any) -> int:
+    number = _float(value)
+    return int(number) if math.isfinite(number) else 0
 
 
 def _float(value: Any) -> float:
@@ -716,7 +726,14 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
         folder = storage / f"students_{algorithm}"
         if not folder.is_dir():
             continue
-        for env, arm, trial, run in read_runs(folder, algorithm):
+        try:
+            runs = read_runs(folder, algorithm)
+        except BenchmarkError as e:
+            if not args.analyze_only:
+                raise
+            print(f"[students] note: {e}; left out", flush=True)
+            continue
+        for env, arm, trial, run in runs:
             if env not in targets:
                 continue
             run = with_steps_to_target(trial, run, targets[env])
@@ -736,7 +753,7 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
             plot = str(draw_plot(task, curves_input, targets[task.env], args.plot_dir))
         results.append(
             TaskResult(
-                task=dataclasses.replace(task, target=targets[task.env]),
+                task=_with_target(task, targets[task.env]),
                 teacher=teacher,
                 teacher_cap=args.teacher_cap,
                 arms=arm_results,
@@ -782,6 +799,14 @@ def _record_run(
     return float(record["teachers_s"]), float(record["students_s"])
 
 
+def _with_target(task: Task, target: float) -> Task:
+    """``task`` with the target used in this run (its reason rewritten if overridden)."""
+    if target == task.target:
+        return task
+    why = f"set by --targets/--quick (default {format_number(task.target)}: {task.why})"
+    return dataclasses.replace(task, target=target, why=why)
+
+
 def _target(args: argparse.Namespace, task: Task) -> float:
     override = (args.targets or {}).get(task.name)
     return float(override) if override is not None else task.target
@@ -791,18 +816,20 @@ def draw_plot(
     task: Task, groups: Sequence[tuple[str, Sequence[Any]]], target: float, plot_dir: Path
 ) -> Path:
     """Median + 15-85 % band over seeds per group (teacher, arms) into kickstart_<task>.png."""
+    from rllib_privacy.errors import PrivacyConfigError
     from rllib_privacy.plotting import aggregate_curves, plot_learning_curves
 
     curves = []
     for label, trials in groups:
-        if not trials:
+        trials = [t for t in trials if t.rows]  # an interrupted trial may have no result
+        try:
+            with warnings.catch_warnings():
+                # Seeds differ in teacher_seed as well: expected, not worth a warning.
+                warnings.simplefilter("ignore")
+                (curve,) = aggregate_curves(trials, group_by="env", metric=RETURN_KEY, x=STEPS_KEY)
+        except PrivacyConfigError as e:
+            print(f"[plot] {task.env} {label}: no curve ({e})", flush=True)
             continue
-        with warnings.catch_warnings():
-            # Seeds differ in teacher_seed as well: expected, not worth a warning.
-            warnings.simplefilter("ignore")
-            (curve,) = aggregate_curves(
-                list(trials), group_by="env", metric=RETURN_KEY, x=STEPS_KEY
-            )
         curves.append(dataclasses.replace(curve, group_by="arm", value=label))
     output = plot_dir / f"kickstart_{task.name}.png"
     plot_learning_curves(
@@ -1113,8 +1140,10 @@ def render_task(result: TaskResult, results_md: Path) -> str:
         f"- Student step cap: {format_steps(result.arms[0].cap if result.arms else math.nan)} "
         "env steps; a seed that did not reach T by then counts as not reached (∞) and sorts "
         "last in the median.",
-        f"- Wall time of the sample-efficiency part (all tasks of this run): "
-        f"{result.wall_s:.0f} s.",
+        "- Wall time of the sample-efficiency part (all tasks of this run): "
+        + (f"{result.wall_s:.0f} s." if math.isfinite(result.wall_s) else "not recorded."),
+        "- Curves: trials stop at T, so past a seed's stop the median and band are over the "
+        "seeds still running (a curve ends when its last seed stops).",
         "",
         arm_table(result),
         "",

@@ -268,3 +268,22 @@ def test_arm_of_classifies_trials_by_trainable_and_config(bench) -> None:
     assert bench.arm_of("PPO", {"lr": 3e-4}) == "no-kickstart"
     with pytest.raises(bench.BenchmarkError, match="matches no arm"):
         bench.arm_of("KickstartPPO", {**dirichlet, "kickstart_lambda": 2.0})
+
+
+def test_overridden_target_says_so(bench) -> None:
+    task = bench.TASKS["acrobot"]
+    assert bench._with_target(task, -100.0) is task
+    changed = bench._with_target(task, -450.0)
+    assert changed.target == -450.0 and "default -100" in changed.why
+
+
+def test_analyze_only_reports_the_training_run(bench, tmp_path: Path) -> None:
+    """A re-analysis names the command that trained, and its wall times, from the record."""
+    run = bench.parse_args(["--tasks", "cartpole", "--storage-path", str(tmp_path)])
+    assert bench._record_run(run, tmp_path, 10.0, 20.0) == (10.0, 20.0)
+    again = bench.parse_args(["--analyze-only", "--storage-path", str(tmp_path)])
+    assert bench._record_run(again, tmp_path, math.nan, math.nan) == (10.0, 20.0)
+    assert again.command_line == run.command_line
+    assert again.analyzed_by.startswith("python benchmarks/kickstart.py --analyze-only")
+    lines = bench._run_lines(again, _MACHINE, "d")
+    assert any("redone" in line and "--analyze-only" in line for line in lines)
