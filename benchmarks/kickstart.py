@@ -36,7 +36,13 @@ Examples::
     python benchmarks/kickstart.py --help
     python benchmarks/kickstart.py --quick                       # smoke run, minutes
     python benchmarks/kickstart.py --write-results               # the full run
+    python benchmarks/kickstart.py --tasks acrobot --no-overhead --write-results
     python benchmarks/kickstart.py --overhead-only --overhead-iterations 10
+    # redo the tables and plots from an earlier run's Tune folder DIR:
+    python benchmarks/kickstart.py --analyze-only --storage-path DIR --tasks cartpole
+
+Each part (a task, the overhead) has its own markers inside the RESULTS.md section, so
+runs of single tasks add up instead of overwriting each other.
 """
 
 from __future__ import annotations
@@ -1115,12 +1121,12 @@ def overhead_breakdown(result: OverheadResult) -> str:
     rollout = statistics.median(result.teacher_rollout_s)
     extra = result.kickstart_median - result.ppo_median
     return (
-        f"Per KickstartPPO iteration (medians): teacher answers (actor call incl. the Dirichlet "
-        f"draws for {result.batch} states) {answer * 1000:.0f} ms, rollout start + stats "
-        f"(k decay, budget check, δ Monte Carlo for the new k) {rollout * 1000:.0f} ms; "
-        f"teacher total {(answer + rollout) * 1000:.0f} ms of the {extra * 1000:+.0f} ms "
-        f"difference to PPO (the rest: the kickstart loss term in every SGD step, the extra "
-        f"batch columns, and noise)."
+        f"Per KickstartPPO iteration (medians): waiting for the teacher's answers (actor call "
+        f"incl. the Dirichlet draws for {result.batch} states) {answer * 1000:.0f} ms; rollout "
+        f"start + stats (k decay, budget check, (ε, δ) for the new k) {rollout * 1000:.0f} ms; "
+        f"together {(answer + rollout) * 1000:.0f} ms. Median KickstartPPO − median PPO: "
+        f"{extra * 1000:+.0f} ms (besides the teacher: the kickstart term in every SGD step, "
+        "the extra batch columns, and machine noise)."
     )
 
 
