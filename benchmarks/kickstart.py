@@ -460,6 +460,13 @@ def arm_of(algorithm: str, config: Mapping[str, Any]) -> str:
     raise BenchmarkError(f"a {algorithm} trial whose config matches no arm: {dict(config)!r}")
 
 
+def _finished(result: Mapping[str, Any], stop: tuple[float, int]) -> bool:
+    """Whether a (nested) result has reached the return target or the step cap."""
+    target, cap = stop
+    value = _float((result.get("env_runners") or {}).get("episode_return_mean"))
+    return (not math.isnan(value) and value >= target) or _float(result.get(STEPS_KEY)) >= cap
+
+
 def _make_stopper(stops: Mapping[str, tuple[float, int]]) -> tuple[Any, Any]:
     """(Tune callback, stopper): a trial stops at its env's target return or step cap.
 
@@ -481,9 +488,7 @@ def _make_stopper(stops: Mapping[str, tuple[float, int]]) -> tuple[Any, Any]:
         """Stops a trial at return ≥ its env's target or at its env's step cap."""
 
         def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-            target, cap = stops[env_of[trial_id]]
-            value = _float((result.get("env_runners") or {}).get("episode_return_mean"))
-            return (not math.isnan(value) and value >= target) or result.get(STEPS_KEY, 0) >= cap
+            return _finished(result, stops[env_of[trial_id]])
 
         def stop_all(self) -> bool:
             return False
@@ -553,6 +558,18 @@ def run_tuner(
     grid = tuner.fit()
     wall = time.perf_counter() - start
     failed = [r for r in grid if r.error is not None]
+    # An interrupted fit (Ctrl-C) returns without errors: every trial must have stopped
+    # at its target or cap, or the run is incomplete and must not be reported.
+    unfinished = [
+        r
+        for r in grid
+        if r.error is None and not _finished(r.metrics or {}, stops[(r.config or {})["env"]])
+    ]
+    if unfinished:
+        raise BenchmarkError(
+            f"{len(unfinished)} trial(s) stopped before their target or cap (interrupted?): "
+            + ", ".join(str(r.path) for r in unfinished)
+        )
     if failed:
         lines = [f"{r.path}: {type(r.error).__name__}: {r.error}" for r in failed]
         raise BenchmarkError(

@@ -287,3 +287,13 @@ def test_analyze_only_reports_the_training_run(bench, tmp_path: Path) -> None:
     assert again.analyzed_by.startswith("python benchmarks/kickstart.py --analyze-only")
     lines = bench._run_lines(again, _MACHINE, "d")
     assert any("redone" in line and "--analyze-only" in line for line in lines)
+
+
+def test_finished_means_target_or_cap(bench) -> None:
+    stop = (450.0, 10_000)
+    steps = bench.STEPS_KEY
+    assert bench._finished({"env_runners": {"episode_return_mean": 450.0}, steps: 2000}, stop)
+    assert bench._finished({"env_runners": {"episode_return_mean": 20.0}, steps: 10_000}, stop)
+    assert not bench._finished({"env_runners": {"episode_return_mean": 449.0}, steps: 8000}, stop)
+    assert not bench._finished({"env_runners": {}, steps: 2000}, (-1e9, 10_000))  # no episode
+    assert not bench._finished({}, stop)  # interrupted before any result
