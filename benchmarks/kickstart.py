@@ -17,8 +17,10 @@ Sample efficiency, per task (CartPole-v1 and Acrobot-v1), all in one run:
    as ∞ and sorts last) and the min-max spread, how many seeds reached T, the speed-up
    teacher steps / student steps (the paper: about 4× for privacy-aware students), and the
    teacher's privacy spend (ε, δ, answered states, the rollout at which it stopped sharing).
-   "Return" is RLlib's ``env_runners/episode_return_mean`` (a moving mean over the last
-   ``--smoothing`` episodes), the same for teacher and students.
+   "Return" is RLlib's ``env_runners/episode_return_mean`` as reported per iteration, the
+   same for teacher and students. (``--smoothing`` sets ``metrics_num_episodes_for_smoothing``,
+   but with ``num_env_runners: 0`` RLlib 2.60 reports the mean over the episodes that ended
+   in that iteration: 4-10 CartPole episodes at 2000 steps, so "reached T" is one such mean.)
 
 Every trial runs through Ray Tune (``num_env_runners: 0``: one CPU per trial, trials in
 parallel on the available CPUs) with result folders under ``--storage-path``; the
@@ -858,7 +860,7 @@ def draw_plot(
     plot_learning_curves(
         curves,
         output,
-        metric="episode return (moving mean)",
+        metric="episode return (mean of the iteration's episodes)",
         title=f"{task.env}: median, 15–85 % over seeds; T = {format_number(target)}",
     )
     return output
@@ -1216,9 +1218,12 @@ def render_parts(
             "η, τ, b, budgets, β), one CPU per trial (`num_env_runners: 0`) through Ray Tune; "
             "teacher with the settings of `" + _rel(args.teacher_config) + "`, seed "
             f"{args.teacher_seed}.",
-            f"- Return = `{RETURN_KEY}` over the last {args.smoothing} episodes "
-            "(`metrics_num_episodes_for_smoothing`), for teacher and students alike; steps to "
-            f"T = `{STEPS_KEY}` at the first iteration whose return is ≥ T.",
+            f"- Return = `{RETURN_KEY}` as RLlib reports it per iteration, for teacher and "
+            "students alike: with `num_env_runners: 0` this is the mean over the episodes that "
+            "ended in that iteration (the result's `env_runners/num_episodes`; "
+            f"`metrics_num_episodes_for_smoothing: {args.smoothing}` does not carry it across "
+            f"iterations). Steps to T = `{STEPS_KEY}` at the first iteration whose return is "
+            "≥ T.",
             "- teacher/student = the teacher's env steps to T ÷ the student's (the paper "
             f"reports ≈ {PAPER_SPEEDUP:g}× for privacy-aware students on AirRaid-ram); "
             "0 = the student did not reach T within its cap.",
@@ -1449,7 +1454,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--smoothing",
         type=_positive_int,
         default=None,
-        help="episodes in the return's moving mean (metrics_num_episodes_for_smoothing) [20]",
+        help="metrics_num_episodes_for_smoothing passed to RLlib [20]",
     )
     g.add_argument(
         "--student-config",
