@@ -292,6 +292,7 @@ class RunResult:
     answered: float = math.nan
     sharing_at_end: float = math.nan
     stopped_at: float = math.nan
+    unfinished: bool = False
 
 
 @dataclasses.dataclass
@@ -762,6 +763,10 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
             if env not in targets:
                 continue
             run = with_steps_to_target(trial, run, targets[env])
+            if not math.isfinite(run.steps_to_target) and run.env_steps < caps[env]:
+                # Only an --analyze-only of an interrupted run gets here: a trial that
+                # neither reached T nor its cap. Counted as not reached, and marked.
+                run = dataclasses.replace(run, unfinished=True)
             by_task_arm.setdefault((env, arm), []).append((trial, run))
 
     results = []
@@ -1041,6 +1046,10 @@ def _median_finite(values: Iterable[float]) -> float:
     return statistics.median(finite) if finite else math.nan
 
 
+def _unfinished(arm: ArmResult) -> int:
+    return sum(1 for r in arm.runs if r.unfinished)
+
+
 def arm_table(result: TaskResult) -> str:
     """Per arm: reached, median and spread of steps to T, speed-up, teacher privacy spend."""
     header = [
@@ -1066,7 +1075,8 @@ def arm_table(result: TaskResult) -> str:
         rows.append(
             [
                 arm.arm,
-                f"{num_reached(arm.steps)}/{len(arm.runs)}",
+                f"{num_reached(arm.steps)}/{len(arm.runs)}"
+                + (f" ({unfinished} unfinished)" if (unfinished := _unfinished(arm)) else ""),
                 format_steps(arm.median),
                 f"{format_steps(low)} – {format_steps(high)}",
                 format_speedup(speedup(result.teacher_steps, arm.median)),
@@ -1100,7 +1110,8 @@ def raw_table(result: TaskResult) -> str:
                 [
                     arm.arm,
                     str(run.seed),
-                    format_steps(run.steps_to_target),
+                    format_steps(run.steps_to_target)
+                    + (" (unfinished: run interrupted)" if run.unfinished else ""),
                     f"{run.final_return:.1f}",
                     format_steps(run.env_steps),
                     f"{run.wall_s:.0f}",

@@ -297,3 +297,11 @@ def test_finished_means_target_or_cap(bench) -> None:
     assert not bench._finished({"env_runners": {"episode_return_mean": 449.0}, steps: 8000}, stop)
     assert not bench._finished({"env_runners": {}, steps: 2000}, (-1e9, 10_000))  # no episode
     assert not bench._finished({}, stop)  # interrupted before any result
+
+
+def test_unfinished_runs_are_marked_in_both_tables(bench) -> None:
+    result = _task_result(bench)
+    run = result.arms[1].runs[0]
+    result.arms[1].runs[0] = bench.dataclasses.replace(run, unfinished=True)
+    assert "| no-kickstart | 0/3 (1 unfinished) |" in bench.arm_table(result)
+    assert bench.raw_table(result).count("(unfinished: run interrupted)") == 1
