@@ -667,7 +667,7 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
     teacher_space["seed"] = args.teacher_seed
     print(f"[teachers] {', '.join(t.env for t in tasks)}: PPO until T or {args.teacher_cap} steps")
     teacher_wall = _run_or_reuse(
-        args,
+        args if not args.reuse_teachers else argparse.Namespace(analyze_only=True),
         "PPO",
         teacher_space,
         [{"env": t.env} for t in tasks],
@@ -748,9 +748,12 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
         print(f"[students] {algorithm} done ({student_wall:.0f} s so far)", flush=True)
     teacher_wall, student_wall = _record_run(args, storage, teacher_wall, student_wall)
     by_task_arm: dict[tuple[str, str], list[tuple[Any, RunResult]]] = {}
-    for algorithm in ("KickstartPPO", "PPO"):
-        folder = storage / f"students_{algorithm}"
-        if not folder.is_dir():
+    # students_<algorithm> folders of this run, plus any students_<algorithm>_<suffix> an
+    # earlier, interrupted run left (linked in for --analyze-only).
+    folders = sorted(storage.glob("students_*"))
+    for folder in folders:
+        algorithm = folder.name.removeprefix("students_").split("_", 1)[0]
+        if not folder.is_dir() or algorithm not in ("KickstartPPO", "PPO"):
             continue
         try:
             runs = read_runs(folder, algorithm)
@@ -763,6 +766,8 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
             if env not in targets:
                 continue
             run = with_steps_to_target(trial, run, targets[env])
+            if run.steps_to_target > caps[env]:  # a linked-in trial that ran a longer cap
+                run = dataclasses.replace(run, steps_to_target=INF)
             if not math.isfinite(run.steps_to_target) and run.env_steps < caps[env]:
                 # Only an --analyze-only of an interrupted run gets here: a trial that
                 # neither reached T nor its cap. Counted as not reached, and marked.
@@ -1507,6 +1512,11 @@ def build_parser() -> argparse.ArgumentParser:
     r = parser.add_argument_group("run and output")
     r.add_argument("--quick", action="store_true", help="tiny budgets: a smoke run")
     r.add_argument(
+        "--reuse-teachers",
+        action="store_true",
+        help="train no teachers: use those in --storage-path/teachers (an earlier run's)",
+    )
+    r.add_argument(
         "--analyze-only",
         action="store_true",
         help="train nothing: read the Tune folders of an earlier run (--storage-path, same "
@@ -1555,8 +1565,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             setattr(args, key, value)
     if args.overhead_only and args.no_overhead:
         parser.error("--overhead-only and --no-overhead exclude each other")
-    if args.analyze_only and args.storage_path is None:
-        parser.error("--analyze-only needs --storage-path (the earlier run's Tune folder)")
+    if (args.analyze_only or args.reuse_teachers) and args.storage_path is None:
+        parser.error(
+            "--analyze-only/--reuse-teachers need --storage-path (the earlier run's Tune folder)"
+        )
     words = list(sys.argv[1:] if argv is None else argv)
     args.command_line = shlex.join(["python", "benchmarks/kickstart.py", *words])
     if args.plot_dir is None and args.write_results:
