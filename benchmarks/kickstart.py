@@ -354,6 +354,11 @@ class OverheadResult:
         return self.kickstart_median / self.ppo_median
 
     @property
+    def paired_ratios(self) -> list[float]:
+        """KickstartPPO / PPO seconds within each round (the two ran back to back)."""
+        return [k / p for k, p in zip(self.kickstart_s, self.ppo_s, strict=True)]
+
+    @property
     def teacher_median(self) -> float:
         totals = [a + b for a, b in zip(self.teacher_answer_s, self.teacher_rollout_s, strict=True)]
         return statistics.median(totals) if totals else math.nan
@@ -1268,6 +1273,12 @@ def render_parts(
                 overhead_table(overhead),
                 "",
                 overhead_breakdown(overhead),
+                "",
+                "Per round (the two iterations ran back to back), KickstartPPO ÷ PPO: "
+                + ", ".join(f"{r:.2f}" for r in overhead.paired_ratios)
+                + f" (median {statistics.median(overhead.paired_ratios):.2f}; KickstartPPO "
+                f"slower in {sum(r > 1 for r in overhead.paired_ratios)} of "
+                f"{len(overhead.paired_ratios)} rounds).",
             ]
         )
     return parts

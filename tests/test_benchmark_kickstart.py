@@ -305,3 +305,10 @@ def test_unfinished_runs_are_marked_in_both_tables(bench) -> None:
     result.arms[1].runs[0] = bench.dataclasses.replace(run, unfinished=True)
     assert "| no-kickstart | 0/3 (1 unfinished) |" in bench.arm_table(result)
     assert bench.raw_table(result).count("(unfinished: run interrupted)") == 1
+
+
+def test_paired_ratios_compare_back_to_back_iterations(bench) -> None:
+    result = _overhead(bench, [3.0, 1.0, 2.4], [2.0, 2.0, 1.0], [0.1, 0.1, 0.1])
+    assert result.paired_ratios == pytest.approx([1.5, 0.5, 2.4])
+    part = bench.render_parts([], result, bench.parse_args([]), _MACHINE, "d")["overhead"]
+    assert "1.50, 0.50, 2.40 (median 1.50; KickstartPPO slower in 2 of 3 rounds)" in part
