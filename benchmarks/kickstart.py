@@ -1233,8 +1233,12 @@ def render_parts(
             f"### Sample efficiency: {task.task.env}",
             "",
             *_run_lines(args, machine, date),
-            f"- Students (32, 32), {args.seeds} seeds each (seed {args.seed}…"
-            f"{args.seed + args.seeds - 1}); PPO and kickstart settings from "
+            "- Students (32, 32), seeds "
+            + "; ".join(
+                f"{arm.arm}: {', '.join(str(r.seed) for r in arm.runs) or 'none'}"
+                for arm in task.arms
+            )
+            + "; PPO and kickstart settings from "
             f"`{_rel(args.student_config)}` (batch, minibatch, epochs, lr, γ, teacher k₀, c, "
             "η, τ, b, budgets, β), one CPU per trial (`num_env_runners: 0`) through Ray Tune; "
             "teacher with the settings of `" + _rel(args.teacher_config) + "`, seed "

@@ -312,3 +312,9 @@ def test_paired_ratios_compare_back_to_back_iterations(bench) -> None:
     assert result.paired_ratios == pytest.approx([1.5, 0.5, 2.4])
     part = bench.render_parts([], result, bench.parse_args([]), _MACHINE, "d")["overhead"]
     assert "1.50, 0.50, 2.40 (median 1.50; KickstartPPO slower in 2 of 3 rounds)" in part
+
+
+def test_task_part_lists_the_seeds_each_arm_ran(bench, tmp_path: Path) -> None:
+    task = _task_result(bench, plot=tmp_path / "kickstart_cartpole.png")
+    part = bench.render_parts([task], None, _args(bench, tmp_path), _MACHINE, "d")["cartpole"]
+    assert "seeds privacy-aware: 0, 1, 2; no-kickstart: 0, 1, 2;" in part
