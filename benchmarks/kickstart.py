@@ -755,11 +755,7 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
     by_task_arm: dict[tuple[str, str], list[tuple[Any, RunResult]]] = {}
     # students_<algorithm> folders of this run, plus any students_<algorithm>_<suffix> an
     # earlier, interrupted run left (linked in for --analyze-only).
-    folders = sorted(storage.glob("students_*"))
-    for folder in folders:
-        algorithm = folder.name.removeprefix("students_").split("_", 1)[0]
-        if not folder.is_dir() or algorithm not in ("KickstartPPO", "PPO"):
-            continue
+    for folder, algorithm in student_folders(storage):
         try:
             runs = read_runs(folder, algorithm)
         except BenchmarkError as e:
@@ -802,6 +798,16 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
             )
         )
     return results
+
+
+def student_folders(storage: Path) -> list[tuple[Path, str]]:
+    """(folder, trainable) of every ``students_<KickstartPPO|PPO>[_suffix]`` experiment folder."""
+    out = []
+    for folder in sorted(storage.glob("students_*")):
+        algorithm = folder.name.removeprefix("students_").split("_", 1)[0]
+        if folder.is_dir() and algorithm in ("KickstartPPO", "PPO"):
+            out.append((folder, algorithm))
+    return out
 
 
 def _run_or_reuse(args: argparse.Namespace, *run_args: Any, **kwargs: Any) -> float:

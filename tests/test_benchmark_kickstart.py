@@ -318,3 +318,16 @@ def test_task_part_lists_the_seeds_each_arm_ran(bench, tmp_path: Path) -> None:
     task = _task_result(bench, plot=tmp_path / "kickstart_cartpole.png")
     part = bench.render_parts([task], None, _args(bench, tmp_path), _MACHINE, "d")["cartpole"]
     assert "seeds privacy-aware: 0, 1, 2; no-kickstart: 0, 1, 2;" in part
+
+
+def test_student_folders_include_linked_in_runs(bench, tmp_path: Path) -> None:
+    for name in ("students_KickstartPPO", "students_PPO_run2", "students_DQN", "teachers"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "students_KickstartPPO_run1").symlink_to(tmp_path / "students_KickstartPPO")
+    (tmp_path / "students_PPO_note.txt").write_text("not a folder")
+    found = [(p.name, a) for p, a in bench.student_folders(tmp_path)]
+    assert found == [
+        ("students_KickstartPPO", "KickstartPPO"),
+        ("students_KickstartPPO_run1", "KickstartPPO"),
+        ("students_PPO_run2", "PPO"),
+    ]
