@@ -842,6 +842,7 @@ def _record_run(
     record = json.loads(path.read_text(encoding="utf-8"))
     args.analyzed_by = args.command_line
     args.command_line = record["command"]
+    args.run_note = record.get("note")  # e.g. how runs of several processes were combined
     return float(record["teachers_s"]), float(record["students_s"])
 
 
@@ -1216,6 +1217,8 @@ def _run_lines(args: argparse.Namespace, machine: Mapping[str, Any], date: str) 
         f"{machine['nproc']} CPUs), so wall times are inflated and noisy.",
         f"- Date: {date}",
     ]
+    if getattr(args, "run_note", None):
+        lines.append(f"- Note: {args.run_note}")
     if getattr(args, "analyzed_by", None):
         lines.append(
             f"- Tables and plots redone from that run's Tune folders by `{args.analyzed_by}`"

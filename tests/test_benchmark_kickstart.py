@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import math
 import subprocess
 import sys
@@ -281,12 +282,15 @@ def test_analyze_only_reports_the_training_run(bench, tmp_path: Path) -> None:
     """A re-analysis names the command that trained, and its wall times, from the record."""
     run = bench.parse_args(["--tasks", "cartpole", "--storage-path", str(tmp_path)])
     assert bench._record_run(run, tmp_path, 10.0, 20.0) == (10.0, 20.0)
+    record = json.loads((tmp_path / bench.RUN_RECORD).read_text())
+    (tmp_path / bench.RUN_RECORD).write_text(json.dumps({**record, "note": "two runs joined"}))
     again = bench.parse_args(["--analyze-only", "--storage-path", str(tmp_path)])
     assert bench._record_run(again, tmp_path, math.nan, math.nan) == (10.0, 20.0)
     assert again.command_line == run.command_line
     assert again.analyzed_by.startswith("python benchmarks/kickstart.py --analyze-only")
     lines = bench._run_lines(again, _MACHINE, "d")
     assert any("redone" in line and "--analyze-only" in line for line in lines)
+    assert "- Note: two runs joined" in lines
 
 
 def test_finished_means_target_or_cap(bench) -> None:
