@@ -3,9 +3,20 @@
 Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
 Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3), plus
 :class:`GradientMechanism`, a validated spec that applies either (or none).
+
+Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
+Laplace release and its exact output PMF / KL divergence on shared bins.
 """
 
 from rllib_privacy.mechanisms.gradient import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.instance_laplace import (
+    bin_edges,
+    histogram_pmf,
+    instance_laplace,
+    kl_divergence,
+    laplace_bin_masses,
+    privatized_pmf,
+)
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
@@ -18,6 +29,12 @@ from rllib_privacy.mechanisms.projected_random_sign import (
 __all__ = [
     "MECHANISM_NAMES",
     "GradientMechanism",
+    "bin_edges",
+    "histogram_pmf",
+    "instance_laplace",
+    "kl_divergence",
+    "laplace_bin_masses",
+    "privatized_pmf",
     "clip_l1",
     "laplace_gradient",
     "laplace_noise_scale",
