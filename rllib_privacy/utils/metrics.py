@@ -25,3 +25,9 @@ LDP_UPDATES = "ldp/updates"
 LDP_SUBMISSIONS_PER_SECOND = "ldp/submissions_per_second"
 LDP_EXPLORATION_ALPHA = "ldp/exploration_alpha"
 LDP_GRADIENT_L1_NORM = "ldp/raw_gradient_l1_norm_mean"
+
+# ilm/... (instance-wise Laplace env, logged by rllib_privacy.callbacks.ILMMetricsCallback)
+ILM_KL_RATIO = "ilm/kl_ratio"
+ILM_PDP_VIOLATIONS = "ilm/pdp_violations"
+ILM_PDP_PASS_RATE = "ilm/pdp_pass_rate"
+ILM_MAX_LOSS = "ilm/max_loss"
