@@ -564,9 +564,28 @@ def _is_ours(obj: Any) -> bool:
     return str(getattr(obj, "__module__", "")).startswith("rllib_privacy")
 
 
+def _ilm_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    from rllib_privacy import ilm_evaluate
+
+    ilm_evaluate.add_arguments(parser)
+
+
+def _ilm_evaluate_run(args: argparse.Namespace) -> int:
+    from rllib_privacy import ilm_evaluate
+
+    return ilm_evaluate.run(args)
+
+
 #: The subcommands of ``rllib-privacy``; add a Tool here to add one.
 TOOLS: tuple[Tool, ...] = (
     Tool("list", "list this package's registered algorithms and envs", _list_arguments, _list_run),
+    Tool(
+        "ilm-evaluate",
+        "roll out a trained instance-wise Laplace policy greedily, check every instance's "
+        "pDP and compare its KL with uniform Laplace",
+        _ilm_evaluate_arguments,
+        _ilm_evaluate_run,
+    ),
 )
 
 

@@ -265,3 +265,14 @@ def test_bin_and_kl_inputs_are_validated() -> None:
         bin_edges([1.0, 2.0], 1)
     with pytest.raises(ValueError, match="same shape"):
         kl_divergence([0.5, 0.5], [1.0])
+
+
+def test_extreme_scales_give_large_finite_or_inf_losses_never_nan() -> None:
+    # ρ within float rounding of 1 (an isolated value with a minute scale next to wide
+    # ones): the tangent bound may overshoot ln ρ = 0, and the loss must not become NaN,
+    # which would compare as "within ε".
+    values = np.array([0.0, 1.0, 1.0, 50.0])
+    scales = np.array([1e-9, 100.0, 100.0, 1e-12])
+    losses = instance_privacy_losses(values, scales)
+    assert not np.any(np.isnan(losses))
+    assert losses[0] > 10.0 and losses[3] > 10.0

@@ -194,6 +194,9 @@ def instance_privacy_losses(
         wanted[:] = False
         wanted[groups.inverse[index]] = True
     log_sup, log_inf = _log_rho_extremes(groups, wanted)
+    # ρ_g ≤ 1/m_g always (S holds m_g copies of Lap_g); a tangent bound can overshoot it
+    # where ρ is close to 1, and log1p would then give NaN, which compares as "within ε".
+    log_sup = np.minimum(log_sup, -groups.log_counts)
     losses = _losses_from_rho(log_sup, log_inf, groups.n)
     return losses[groups.inverse if instances is None else groups.inverse[index]]
 
