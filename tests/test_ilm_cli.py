@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from test_cli_run import _rllib, _scalar_tags
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {
@@ -17,16 +17,6 @@ TINY = {
     "train_batch_size_per_learner": 8,
     "model_config": {"fcnet_hiddens": [16]},
 }
-
-
-def _cli(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rllib_privacy.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def _evaluate(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -39,7 +29,7 @@ def _evaluate(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]
 
 
 def _train(path: str, storage: Path, env_config: dict) -> subprocess.CompletedProcess:
-    return _cli(
+    return _rllib(
         "train",
         "-f",
         path,
@@ -71,12 +61,7 @@ def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_csv: Path)
         {"data_path": str(tiny_csv), "column": "height", "epsilon": 0.5, "bins": 10},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    from tensorboard.backend.event_processing import event_accumulator
-
-    events = next(storage.rglob("events.out.tfevents*"))
-    accumulator = event_accumulator.EventAccumulator(str(events))
-    accumulator.Reload()
-    tags = set(accumulator.Tags()["scalars"])
+    tags = _scalar_tags(storage)
     for tag in ("ilm/kl_ratio", "ilm/pdp_violations", "ilm/pdp_pass_rate", "kl_ratio"):
         assert f"ray/tune/{tag}" in tags, tag
     return next(storage.rglob("checkpoint_000000"))
