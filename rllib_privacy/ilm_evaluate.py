@@ -50,6 +50,7 @@ class ILMEvaluation:
     Attributes:
         n: Number of instances.
         epsilon: Target ε.
+        delta_f: The data's range Δf.
         action_scales: The action set's scales.
         scales: The scale chosen for every instance.
         losses: Every instance's exact pDP loss under ``scales``.
@@ -65,6 +66,7 @@ class ILMEvaluation:
 
     n: int
     epsilon: float
+    delta_f: float
     action_scales: np.ndarray
     scales: np.ndarray
     losses: np.ndarray
@@ -87,6 +89,7 @@ class ILMEvaluation:
         return {
             "n": self.n,
             "epsilon": self.epsilon,
+            "delta_f": self.delta_f,
             "pdp_violations": self.violations,
             "pdp_pass_rate": 1.0 - self.violations / self.n,
             "max_loss": finite,
@@ -204,10 +207,11 @@ def evaluate(
             f"the action set has {env.action_space.n}"
         )
     scales = greedy_scales(module, env)
-    return _assess(env, scales)
+    return assess(env, scales)
 
 
-def _assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
+def assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
+    """Check a scale set on the env's data: pDP, KLs, best single scale, histogram."""
     losses = instance_privacy_losses(env.values, scales)
     policy_pmf = privatized_pmf(env.values, scales, env.edges)
     laplace_pmf = privatized_pmf(env.values, env.uniform_scale, env.edges)
@@ -223,6 +227,7 @@ def _assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
     return ILMEvaluation(
         n=env.n,
         epsilon=env.epsilon,
+        delta_f=env.delta_f,
         action_scales=env.action_scales.copy(),
         scales=scales,
         losses=losses,

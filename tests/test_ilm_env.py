@@ -122,6 +122,19 @@ def test_terminal_check_sees_a_violation_that_later_choices_caused(tmp_path: Pat
     assert reward == pytest.approx(-1.0 + -1.0)  # ... but R_E = -1 (and KL > Laplace's)
 
 
+def test_terminal_penalty_counts_every_violating_instance(tmp_path: Path) -> None:
+    # Three isolated values at a tiny scale among wide copies of 0: all three fail.
+    env = _env(tmp_path, [0.0] * 10 + [3.0, 6.0, 9.0], epsilon=0.5)
+    env.reset(seed=0)
+    for _ in range(10):
+        env.step(HALF)
+    for _ in range(2):
+        env.step(TINY)
+    _, reward, terminated, _, info = env.step(TINY)
+    assert terminated and info["pdp_violations"] == 3
+    assert reward == pytest.approx(-3.0 + _utility_reward(info))
+
+
 @pytest.mark.parametrize(
     ("text", "config", "message"),
     [

@@ -20,9 +20,10 @@ Jang and Yang, AAAI 2024 student abstract; DESIGN.md §4.6):
   instances not assigned yet count at the uniform scale ``Δf/ε`` (the scale the mechanism
   falls back to, so every intermediate scale set is a real mechanism), and the check is the
   exact loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`) of the instance
-  just assigned; at the last step, where every scale is final, ``R_E = +1`` only if
-  **every** instance's exact loss is ≤ ε (an earlier instance can be pushed over ε by later
-  choices, and only this terminal check sees it).
+  just assigned; at the last step, where every scale is final, every instance is checked
+  exactly (an earlier instance can be pushed over ε by later choices, and only this
+  terminal check sees it): ``R_E = +1`` if all are within ε, else ``-k`` for the k
+  instances over ε (each violated constraint scores its -1).
 
 ``info`` carries ``loss``, ``kl``, ``kl_ratio`` every step, and at the end also
 ``pdp_violations``, ``pdp_pass_rate``, ``max_loss`` and ``scales``.
@@ -386,7 +387,9 @@ class InstanceWiseLaplaceEnv(gym.Env):
             # Exact check of every instance, with every scale final.
             losses = instance_privacy_losses(self.values, self.scales)
             violations = int(np.count_nonzero(losses > self.epsilon))
-            reward_e = 1.0 if violations == 0 else -1.0
+            # Every instance still over ε at the end costs its -1 once more; a single -1
+            # would let a policy trade a few violations for many cheap utility rewards.
+            reward_e = 1.0 if violations == 0 else -float(violations)
             info.update(
                 loss=float(losses[index]),
                 pdp_violations=violations,
