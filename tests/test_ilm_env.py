@@ -122,6 +122,23 @@ def test_terminal_check_sees_a_violation_that_later_choices_caused(tmp_path: Pat
     assert reward == pytest.approx(-1.0 + -1.0)  # ... but R_E = -1 (and KL > Laplace's)
 
 
+def test_unassigned_same_judges_a_choice_as_if_everyone_left_made_it(tmp_path: Path) -> None:
+    # A copy of a frequent value at 0.005·Δf towers over its 19 copies at the uniform Δf/ε
+    # (the default rule: fails), but is one of 20 equal peaks if they all take it (passes).
+    values = [0.0] * 20 + [1.0] * 20
+    uniform = _env(tmp_path, values, epsilon=0.5)
+    same = _env(tmp_path, values, epsilon=0.5, unassigned="same")
+    for env in (uniform, same):
+        env.reset(seed=0)
+    _, _, _, _, info_uniform = uniform.step(SMALL)
+    _, _, _, _, info_same = same.step(SMALL)
+    expected = instance_privacy_losses(values, np.full(40, 0.005), instances=[0])[0]
+    assert info_same["loss"] == pytest.approx(expected)
+    assert info_same["loss"] <= 0.5 < info_uniform["loss"]
+    with pytest.raises(PrivacyConfigError, match="key 'unassigned' must be one of"):
+        InstanceWiseLaplaceEnv({"unassigned": "optimistic"})
+
+
 def test_terminal_penalty_counts_every_violating_instance(tmp_path: Path) -> None:
     # Three isolated values at a tiny scale among wide copies of 0: all three fail.
     env = _env(tmp_path, [0.0] * 10 + [3.0, 6.0, 9.0], epsilon=0.5)

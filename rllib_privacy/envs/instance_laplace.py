@@ -17,8 +17,10 @@ Jang and Yang, AAAI 2024 student abstract; DESIGN.md §4.6):
   where ``KL_DRL`` is the KL divergence between the data's PMF and the output PMF under
   the current scale set, and ``KL_LAP`` the same under uniform Laplace at ``Δf/ε``.
   ``R_E = +1`` if the pDP constraint holds, else -1, under this rule: mid-episode, the
-  instances not assigned yet count at the uniform scale ``Δf/ε`` (the scale the mechanism
-  falls back to, so every intermediate scale set is a real mechanism), and the check is the
+  instances not assigned yet count at the uniform scale ``Δf/ε`` (``unassigned: uniform``,
+  the default: the scale the mechanism falls back to, so every intermediate scale set is a
+  real mechanism) or at the scale just chosen (``unassigned: same``: "if every remaining
+  instance chose the same", less pessimistic about small scales), and the check is the
   exact loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`) of the instance
   just assigned; at the last step, where every scale is final, every instance is checked
   exactly (an earlier instance can be pushed over ε by later choices, and only this
@@ -84,6 +86,9 @@ class ILMSettings:
         shuffle: Visit instances in a fresh random order per episode (else dataset order).
         max_instances: Keep a fixed random subset of this many instances (None: all).
         subsample_seed: Seed of that subset.
+        unassigned: Scale the mid-episode pDP check gives the instances not assigned yet:
+            ``"uniform"`` (Δf/ε, the default) or ``"same"`` (the action just taken, i.e.
+            "if every remaining instance chose the same").
 
     """
 
@@ -97,7 +102,11 @@ class ILMSettings:
     shuffle: bool = True
     max_instances: int | None = None
     subsample_seed: int = 0
+    unassigned: str = "uniform"
 
+
+#: Allowed values of ``unassigned``.
+UNASSIGNED_RULES: tuple[str, ...] = ("uniform", "same")
 
 ENV_CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ILMSettings))
 
@@ -152,6 +161,8 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
     if settings.max_instances is not None:
         _int("max_instances", settings.max_instances, 2)
     _int("subsample_seed", settings.subsample_seed, 0)
+    if settings.unassigned not in UNASSIGNED_RULES:
+        raise _key_error("unassigned", f"one of {list(UNASSIGNED_RULES)}", settings.unassigned)
     actions = settings.actions
     if isinstance(actions, str | bytes) or not isinstance(actions, Sequence) or len(actions) < 2:
         raise _key_error("actions", "a list of at least 2 scales", actions)
@@ -398,7 +409,11 @@ class InstanceWiseLaplaceEnv(gym.Env):
                 scales=self.scales.copy(),
             )
         else:
-            loss = float(instance_privacy_losses(self.values, self.scales, instances=[index])[0])
+            checked = self.scales
+            if self.settings.unassigned == "same":
+                checked = self.scales.copy()
+                checked[self._order[self._step :]] = self.action_scales[action]
+            loss = float(instance_privacy_losses(self.values, checked, instances=[index])[0])
             reward_e = 1.0 if loss <= self.epsilon else -1.0
             info["loss"] = loss
         return self._observation(), reward_e + reward_u, terminated, False, info
