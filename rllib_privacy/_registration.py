@@ -23,6 +23,9 @@ def register_all() -> None:
     # Also a Tune env: EnvRunner processes then get the creator from Ray's registry,
     # whether or not they imported this package themselves.
     register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
+    from rllib_privacy.envs import INSTANCE_LAPLACE_ENV_ID, make_instance_laplace
+
+    register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)
     register_trainable("LDPA3C", LDPA3C)
     register_trainable("KickstartPPO", KickstartPPO)
     _registered = True

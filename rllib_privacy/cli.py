@@ -679,6 +679,18 @@ def _plot_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ilm_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    from rllib_privacy import ilm_evaluate
+
+    ilm_evaluate.add_arguments(parser)
+
+
+def _ilm_evaluate_run(args: argparse.Namespace) -> int:
+    from rllib_privacy import ilm_evaluate
+
+    return ilm_evaluate.run(args)
+
+
 #: The subcommands of ``rllib-privacy``; add a Tool here to add one.
 TOOLS: tuple[Tool, ...] = (
     Tool("list", "list this package's registered algorithms and envs", _list_arguments, _list_run),
@@ -687,6 +699,13 @@ TOOLS: tuple[Tool, ...] = (
         "draw learning curves (median and percentile band over seeds) from Tune results",
         _plot_arguments,
         _plot_run,
+    ),
+    Tool(
+        "ilm-evaluate",
+        "roll out a trained instance-wise Laplace policy greedily, check every instance's "
+        "pDP and compare its KL with uniform Laplace",
+        _ilm_evaluate_arguments,
+        _ilm_evaluate_run,
     ),
 )
 

@@ -811,6 +811,7 @@ def _finalize_config(
     _force_new_api_stack(config, label)
     _force_torch(config, label)
     class_envs = _normalize_env(config, default.env, label)
+    _normalize_env_config(config)
     num_variants = _count_variants(config, label)
     if validate:
         _check_config_keys(config, default, label)
@@ -858,6 +859,26 @@ def _normalize_env(config: dict[str, Any], default_env: Any, label: str) -> set[
         resolved = [resolve_env(env)]
         config["env"] = resolved[0][0]
     return {e for e, kind in resolved if kind == "class"}
+
+
+def _normalize_env_config(config: dict[str, Any]) -> None:
+    """Apply the env's own ``env_config`` normalizer (see ``envs.ENV_CONFIG_HOOKS``)."""
+    from rllib_privacy.envs import ENV_CONFIG_HOOKS
+
+    hooks = ENV_CONFIG_HOOKS.get(config.get("env")) if isinstance(config.get("env"), str) else None
+    env_config = config.get("env_config")
+    if hooks and isinstance(env_config, Mapping) and not _is_grid_search(env_config):
+        config["env_config"] = hooks[1](env_config)
+
+
+def _validate_env_config(variant: Mapping[str, Any]) -> None:
+    """Run the env's own ``env_config`` check (see ``envs.ENV_CONFIG_HOOKS``)."""
+    from rllib_privacy.envs import ENV_CONFIG_HOOKS
+
+    env = variant.get("env")
+    hooks = ENV_CONFIG_HOOKS.get(env) if isinstance(env, str) else None
+    if hooks:
+        hooks[0](variant.get("env_config") or {})
 
 
 def _check_config_keys(config: Mapping[str, Any], default: Any, label: str) -> None:
@@ -928,6 +949,7 @@ def _validate_variant(variant: dict[str, Any], algo_cls: type, where: str) -> No
     config = algo_cls.get_default_config()
     try:
         _call_validate_hook(type(config), copy.deepcopy(variant))
+        _validate_env_config(variant)
         config.update_from_dict(copy.deepcopy(variant))
         config.validate()
     except PrivacyConfigError as e:

@@ -13,6 +13,11 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_privacy,
 )
 from rllib_privacy.accounting.ldp_ledger import LDPLedger, per_submission_epsilon
+from rllib_privacy.accounting.pdp import (
+    instance_privacy_losses,
+    instance_privacy_losses_on_grid,
+    uniform_laplace_loss_bound,
+)
 from rllib_privacy.accounting.teacher_ledger import (
     COMPOSITIONS,
     TeacherLedger,
@@ -32,5 +37,8 @@ __all__ = [
     "dirichlet_delta_union_bound",
     "dirichlet_epsilon",
     "dirichlet_privacy",
+    "instance_privacy_losses",
+    "instance_privacy_losses_on_grid",
     "per_submission_epsilon",
+    "uniform_laplace_loss_bound",
 ]

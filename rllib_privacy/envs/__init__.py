@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gymnasium as gym
 
 from rllib_privacy.envs.atari_ram import ram_env_id, register_ale_ram_envs
 from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityEnv
+from rllib_privacy.envs.instance_laplace import (
+    InstanceWiseLaplaceEnv,
+    absolute_data_path,
+    validate_env_config,
+)
 
 #: gymnasium id of CartPole-v0 dynamics (200-step limit) with private per-agent gravity.
 CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
 
-ENV_IDS: tuple[str, ...] = (CARTPOLE_GRAVITY_ENV_ID,)
+#: gymnasium/Tune id of the instance-wise Laplace MDP (Ryu et al.).
+INSTANCE_LAPLACE_ENV_ID = "rllib_privacy/InstanceWiseLaplace-v0"
+
+ENV_IDS: tuple[str, ...] = (CARTPOLE_GRAVITY_ENV_ID, INSTANCE_LAPLACE_ENV_ID)
+
+#: Env ids whose ``env_config`` is checked before Ray starts: (validate, normalize), where
+#: validate raises PrivacyConfigError and normalize rewrites literal values (e.g. paths).
+ENV_CONFIG_HOOKS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    INSTANCE_LAPLACE_ENV_ID: (validate_env_config, absolute_data_path),
+}
 
 
 def make_cartpole_gravity(env_config: dict | None = None) -> gym.Env:
     """Env creator for Tune/RLlib: ``gym.make`` with the ``env_config`` keys as kwargs."""
     register_envs()
     return gym.make(CARTPOLE_GRAVITY_ENV_ID, **dict(env_config or {}))
+
+
+def make_instance_laplace(env_config: dict | None = None) -> gym.Env:
+    """Env creator for Tune/RLlib: ``InstanceWiseLaplaceEnv(env_config)``."""
+    return InstanceWiseLaplaceEnv(dict(env_config or {}))
 
 
 def register_envs() -> None:
@@ -28,15 +50,24 @@ def register_envs() -> None:
             max_episode_steps=200,
             reward_threshold=195.0,
         )
+    if INSTANCE_LAPLACE_ENV_ID not in gym.registry:
+        gym.register(
+            id=INSTANCE_LAPLACE_ENV_ID,
+            entry_point="rllib_privacy.envs.instance_laplace:InstanceWiseLaplaceEnv",
+        )
     register_ale_ram_envs()
 
 
 __all__ = [
     "CARTPOLE_GRAVITY_ENV_ID",
+    "ENV_CONFIG_HOOKS",
     "ENV_IDS",
+    "INSTANCE_LAPLACE_ENV_ID",
+    "InstanceWiseLaplaceEnv",
     "PAPER_GRAVITY_CHOICES",
     "CartPoleGravityEnv",
     "make_cartpole_gravity",
+    "make_instance_laplace",
     "ram_env_id",
     "register_ale_ram_envs",
     "register_envs",

@@ -7,6 +7,8 @@ Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3), pl
 The Dirichlet mechanism of Gohari et al., "Privacy-Preserving Kickstarting Deep Reinforcement
 Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma 1 radius and
 the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
+Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
+Laplace release and its exact output PMF / KL divergence on shared bins.
 """
 
 from rllib_privacy.mechanisms.dirichlet import (
@@ -18,6 +20,14 @@ from rllib_privacy.mechanisms.dirichlet import (
     sample_dirichlet,
 )
 from rllib_privacy.mechanisms.gradient import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.instance_laplace import (
+    bin_edges,
+    histogram_pmf,
+    instance_laplace,
+    kl_divergence,
+    laplace_bin_masses,
+    privatized_pmf,
+)
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound, restricted_lipschitz
 from rllib_privacy.mechanisms.projected_random_sign import (
@@ -31,6 +41,12 @@ from rllib_privacy.mechanisms.projected_random_sign import (
 __all__ = [
     "MECHANISM_NAMES",
     "GradientMechanism",
+    "bin_edges",
+    "histogram_pmf",
+    "instance_laplace",
+    "kl_divergence",
+    "laplace_bin_masses",
+    "privatized_pmf",
     "clip_l1",
     "concentration_radius",
     "dirichlet_mechanism",

@@ -47,3 +47,10 @@ def headline_first(results: dict[str, Any], headline_keys: Iterable[str]) -> dic
     """``results`` with the headline keys first (Tune's progress table shows the first ones)."""
     head = {k: results[k] for k in headline_keys if k in results}
     return {**head, **{k: v for k, v in results.items() if k not in head}}
+
+
+# ilm/... (instance-wise Laplace env, logged by rllib_privacy.callbacks.ILMMetricsCallback)
+ILM_KL_RATIO = "ilm/kl_ratio"
+ILM_PDP_VIOLATIONS = "ilm/pdp_violations"
+ILM_PDP_PASS_RATE = "ilm/pdp_pass_rate"
+ILM_MAX_LOSS = "ilm/max_loss"

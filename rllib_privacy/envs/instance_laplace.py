@@ -1,0 +1,419 @@
+"""``InstanceWiseLaplace``: choose a Laplace scale for every data instance (Ryu et al.).
+
+The MDP of "Instance-Wise Laplace Mechanism via Deep Reinforcement Learning" (Ryu, Joo,
+Jang and Yang, AAAI 2024 student abstract; DESIGN.md §4.6):
+
+- **Episode**: every instance of a 1-D dataset gets a noise scale exactly once. The visiting
+  order is a fresh permutation per episode drawn from the env's seeded generator
+  (``shuffle: true``, the default) or the dataset's own order (``shuffle: false``).
+- **Observation**: sinusoidal positional encoding (Vaswani et al. 2017) of the current
+  instance's value, position ``p = 1000·(d - min)/Δf``, ``pe_dim`` entries
+  ``sin(p/10000^{2k/pe_dim})``, ``cos(...)``; concatenated with the PMF (``bins`` shared
+  bins, see :mod:`rllib_privacy.mechanisms.instance_laplace`) of all query outputs under
+  the current scale set.
+- **Actions**: the paper's five scales ``b ∈ {3Δf/ε, 2Δf/ε, Δf/2, 0.01Δf/2, 0.001Δf/2}``
+  (configurable, ``actions``), with ``Δf = max(D) - min(D)``.
+- **Reward** ``R = R_E + R_U``. ``R_U = 1 - KL_DRL/KL_LAP`` if ``KL_DRL < KL_LAP`` else -1,
+  where ``KL_DRL`` is the KL divergence between the data's PMF and the output PMF under
+  the current scale set, and ``KL_LAP`` the same under uniform Laplace at ``Δf/ε``.
+  ``R_E = +1`` if the pDP constraint holds, else -1, under this rule: mid-episode, the
+  instances not assigned yet count at the uniform scale ``Δf/ε`` (``unassigned: uniform``,
+  the default: the scale the mechanism falls back to, so every intermediate scale set is a
+  real mechanism) or at the scale just chosen (``unassigned: same``: "if every remaining
+  instance chose the same", less pessimistic about small scales), and the check is the
+  exact loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`) of the instance
+  just assigned; at the last step, where every scale is final, every instance is checked
+  exactly (an earlier instance can be pushed over ε by later choices, and only this
+  terminal check sees it): ``R_E = +1`` if all are within ε, else ``-k`` for the k
+  instances over ε (each violated constraint scores its -1).
+
+``info`` carries ``loss``, ``kl``, ``kl_ratio`` every step, and at the end also
+``pdp_violations``, ``pdp_pass_rate``, ``max_loss`` and ``scales``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import numbers
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rllib_privacy.accounting.pdp import instance_privacy_losses
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.instance_laplace import (
+    bin_edges,
+    histogram_pmf,
+    kl_divergence,
+    laplace_bin_masses,
+)
+
+#: The paper's action set: numbers are multiples of Δf, "K/eps" strings are K·Δf/ε.
+PAPER_ACTIONS: tuple[float | str, ...] = ("3/eps", "2/eps", 0.5, 0.005, 0.0005)
+
+#: Bundled datasets (no download): name -> (loader description, default column).
+BUNDLED_DATASETS: dict[str, str] = {
+    "diabetes": "age",  # sklearn.datasets.load_diabetes(scaled=False): 442 patients
+    "linnerud": "Weight",  # sklearn.datasets.load_linnerud: 20 athletes
+}
+
+#: Scale of the positional encoding's position: values map to [0, 1000].
+PE_POSITIONS = 1000.0
+
+_ACTION_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*/\s*eps\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class ILMSettings:
+    """Validated ``env_config`` of :class:`InstanceWiseLaplaceEnv` (keys as in YAML).
+
+    Attributes:
+        dataset: Bundled dataset name (see :data:`BUNDLED_DATASETS`); ignored when
+            ``data_path`` is set.
+        data_path: CSV file (with a header row) of the user's own data, or None.
+        column: Column to use; None picks the bundled dataset's default column, or the
+            only column of a one-column CSV.
+        epsilon: Target ε of every instance's pDP.
+        bins: Number of shared bins for the PMFs and the KL divergence.
+        actions: Scale choices: numbers are multiples of Δf, ``"K/eps"`` is ``K·Δf/ε``.
+        pe_dim: Length of the positional encoding (even).
+        shuffle: Visit instances in a fresh random order per episode (else dataset order).
+        max_instances: Keep a fixed random subset of this many instances (None: all).
+        subsample_seed: Seed of that subset.
+        unassigned: Scale the mid-episode pDP check gives the instances not assigned yet:
+            ``"uniform"`` (Δf/ε, the default) or ``"same"`` (the action just taken, i.e.
+            "if every remaining instance chose the same").
+
+    """
+
+    dataset: str = "diabetes"
+    data_path: str | None = None
+    column: str | None = None
+    epsilon: float = 0.011
+    bins: int = 50
+    actions: tuple[float | str, ...] = PAPER_ACTIONS
+    pe_dim: int = 16
+    shuffle: bool = True
+    max_instances: int | None = None
+    subsample_seed: int = 0
+    unassigned: str = "uniform"
+
+
+#: Allowed values of ``unassigned``.
+UNASSIGNED_RULES: tuple[str, ...] = ("uniform", "same")
+
+ENV_CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ILMSettings))
+
+
+def _key_error(key: str, allowed: str, value: Any) -> PrivacyConfigError:
+    return PrivacyConfigError(f"env_config key {key!r} must be {allowed}, got {value!r}")
+
+
+def _int(key: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise _key_error(key, f"an int >= {low}", value)
+    return int(value)
+
+
+def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
+    """Validate an ``env_config`` mapping (unknown keys, types, ranges; not the data).
+
+    Raises:
+        PrivacyConfigError: Naming the key and what is allowed.
+
+    """
+    config = dict(env_config or {})
+    unknown = sorted(set(config) - set(ENV_CONFIG_KEYS))
+    if unknown:
+        from rllib_privacy.experiments import did_you_mean
+
+        raise PrivacyConfigError(
+            f"env_config key {unknown[0]!r} is not known to InstanceWiseLaplace"
+            f"{did_you_mean(unknown[0], ENV_CONFIG_KEYS)}; allowed: {list(ENV_CONFIG_KEYS)}"
+        )
+    settings = ILMSettings(**config)
+    if settings.data_path is None and settings.dataset not in BUNDLED_DATASETS:
+        raise _key_error("dataset", f"one of {sorted(BUNDLED_DATASETS)}", settings.dataset)
+    if settings.data_path is not None and not isinstance(settings.data_path, str | os.PathLike):
+        raise _key_error("data_path", "a CSV file path", settings.data_path)
+    if settings.column is not None and not isinstance(settings.column, str):
+        raise _key_error("column", "a column name", settings.column)
+    epsilon = settings.epsilon
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, numbers.Real)
+        or not math.isfinite(epsilon)
+        or epsilon <= 0
+    ):
+        raise _key_error("epsilon", "a finite number > 0", epsilon)
+    _int("bins", settings.bins, 2)
+    pe_dim = _int("pe_dim", settings.pe_dim, 2)
+    if pe_dim % 2:
+        raise _key_error("pe_dim", "an even int >= 2", pe_dim)
+    if not isinstance(settings.shuffle, bool):
+        raise _key_error("shuffle", "true or false", settings.shuffle)
+    if settings.max_instances is not None:
+        _int("max_instances", settings.max_instances, 2)
+    _int("subsample_seed", settings.subsample_seed, 0)
+    if settings.unassigned not in UNASSIGNED_RULES:
+        raise _key_error("unassigned", f"one of {list(UNASSIGNED_RULES)}", settings.unassigned)
+    actions = settings.actions
+    if isinstance(actions, str | bytes) or not isinstance(actions, Sequence) or len(actions) < 2:
+        raise _key_error("actions", "a list of at least 2 scales", actions)
+    for action in actions:
+        action_multiplier(action, 1.0)
+    return dataclasses.replace(settings, epsilon=float(epsilon), actions=tuple(actions))
+
+
+def action_multiplier(action: Any, epsilon: float) -> float:
+    """The scale of one ``actions`` entry in units of Δf (``"K/eps"`` → ``K/ε``)."""
+    allowed = 'a number > 0 (× Δf) or a string "K/eps" (K·Δf/ε)'
+    if isinstance(action, str):
+        match = _ACTION_PATTERN.match(action)
+        if not match or float(match.group(1)) <= 0:
+            raise _key_error("actions", f"a list of entries, each {allowed}", action)
+        return float(match.group(1)) / epsilon
+    if (
+        isinstance(action, bool)
+        or not isinstance(action, numbers.Real)
+        or not math.isfinite(action)
+        or action <= 0
+    ):
+        raise _key_error("actions", f"a list of entries, each {allowed}", action)
+    return float(action)
+
+
+def load_values(settings: ILMSettings) -> np.ndarray:
+    """Load and check the dataset's column: numeric, finite, at least 2 distinct values.
+
+    Raises:
+        PrivacyConfigError: Naming ``data_path``/``column``/``dataset`` and the problem.
+
+    """
+    if settings.data_path is not None:
+        values, where = _read_csv(str(settings.data_path), settings.column)
+    else:
+        values, where = _bundled(settings.dataset, settings.column)
+    if values.size == 0:
+        raise PrivacyConfigError(f"{where} has no values (empty dataset)")
+    bad = np.nonzero(~np.isfinite(values))[0]
+    if bad.size:
+        raise PrivacyConfigError(
+            f"{where} has {bad.size} NaN/inf value(s) (first at data row {bad[0] + 1}); "
+            "remove or impute them"
+        )
+    if values.size < 2 or np.ptp(values) == 0.0:
+        raise PrivacyConfigError(
+            f"{where} needs at least 2 distinct values (Δf = max - min must be > 0), "
+            f"got {values.size} value(s) all equal to {values[0]!r}"
+        )
+    if settings.max_instances is not None and settings.max_instances < values.size:
+        rng = np.random.default_rng(settings.subsample_seed)
+        values = values[np.sort(rng.choice(values.size, settings.max_instances, replace=False))]
+        if np.ptp(values) == 0.0:
+            raise PrivacyConfigError(
+                f"env_config key 'max_instances': the subset of {settings.max_instances} "
+                "values has a single distinct value; use more instances or another seed"
+            )
+    return values
+
+
+def _bundled(dataset: str, column: str | None) -> tuple[np.ndarray, str]:
+    from sklearn import datasets
+
+    if dataset == "diabetes":
+        frame = datasets.load_diabetes(scaled=False, as_frame=True).frame
+    else:
+        bunch = datasets.load_linnerud(as_frame=True)
+        frame = bunch.frame
+    column = column or BUNDLED_DATASETS[dataset]
+    if column not in frame.columns:
+        raise _key_error(
+            "column", f"a column of dataset {dataset!r}: {list(frame.columns)}", column
+        )
+    where = f"env_config dataset {dataset!r} column {column!r}"
+    return frame[column].to_numpy(dtype=np.float64), where
+
+
+def _read_csv(path: str, column: str | None) -> tuple[np.ndarray, str]:
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError) as e:
+        raise PrivacyConfigError(f"env_config key 'data_path': cannot read {path!r}: {e}") from None
+    if not rows or not rows[0]:
+        raise PrivacyConfigError(f"env_config key 'data_path': {path!r} is empty (no header row)")
+    header = [name.strip() for name in rows[0]]
+    if column is None:
+        if len(header) != 1:
+            raise PrivacyConfigError(
+                f"env_config key 'column' is needed: {path!r} has columns {header}"
+            )
+        column = header[0]
+    if column not in header:
+        raise _key_error("column", f"a column of {path!r}: {header}", column)
+    index = header.index(column)
+    where = f"env_config data_path {path!r} column {column!r}"
+    values = []
+    for line, row in enumerate(rows[1:], start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        cell = row[index].strip() if index < len(row) else ""
+        try:
+            values.append(float(cell))
+        except ValueError:
+            raise PrivacyConfigError(
+                f"{where} has a non-numeric value {cell!r} at line {line}"
+            ) from None
+    return np.asarray(values, dtype=np.float64), where
+
+
+def validate_env_config(env_config: Mapping[str, Any] | None) -> ILMSettings:
+    """Check the settings and the data they point at (called before Ray starts)."""
+    settings = parse_settings(env_config)
+    load_values(settings)
+    return settings
+
+
+def absolute_data_path(env_config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Make a literal relative ``data_path`` absolute (Tune runs trials in their own dir)."""
+    path = env_config.get("data_path")
+    if isinstance(path, str | os.PathLike) and not os.path.isabs(path):
+        return {**env_config, "data_path": os.path.abspath(path)}
+    return env_config
+
+
+def positional_encoding(position: float, dim: int) -> np.ndarray:
+    """Sinusoidal encoding: ``[sin(p/10000^{2k/dim}), cos(p/10000^{2k/dim})]``, k < dim/2."""
+    frequencies = 10000.0 ** (-2.0 * np.arange(dim // 2) / dim)
+    angles = position * frequencies
+    return np.concatenate([np.sin(angles), np.cos(angles)])
+
+
+class InstanceWiseLaplaceEnv(gym.Env):
+    """Assign a Laplace scale to every instance of a dataset (see the module docstring).
+
+    Args:
+        env_config: Optional mapping of the keys of :class:`ILMSettings` (RLlib style).
+        **kwargs: The same keys as keyword arguments (``gym.make`` style).
+
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, env_config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        settings = parse_settings({**dict(env_config or {}), **kwargs})
+        values = load_values(settings)
+        self.settings = settings
+        self.values = values
+        self.n = int(values.size)
+        self.delta_f = float(np.ptp(values))
+        self.epsilon = settings.epsilon
+        self.uniform_scale = self.delta_f / self.epsilon
+        self.action_scales = np.array(
+            [action_multiplier(a, self.epsilon) * self.delta_f for a in settings.actions]
+        )
+        self.edges = bin_edges(values, settings.bins)
+        self.data_pmf = histogram_pmf(values, self.edges)
+        # Bin masses per distinct value: one row per action, plus the uniform scale last.
+        self._distinct, self._value_index = np.unique(values, return_inverse=True)
+        all_scales = np.append(self.action_scales, self.uniform_scale)
+        self._masses = np.stack(
+            [
+                laplace_bin_masses(self._distinct, np.full(self._distinct.size, s), self.edges)
+                for s in all_scales
+            ],
+            axis=1,
+        )  # (distinct values, actions + 1, bins)
+        self.kl_laplace = kl_divergence(self.data_pmf, self._uniform_pmf())
+        self._encodings = np.stack(
+            [
+                positional_encoding(
+                    PE_POSITIONS * (v - values.min()) / self.delta_f, settings.pe_dim
+                )
+                for v in self._distinct
+            ]
+        )
+        dim = settings.pe_dim + settings.bins
+        low = np.concatenate([-np.ones(settings.pe_dim), np.zeros(settings.bins)])
+        self.observation_space = gym.spaces.Box(
+            low=low.astype(np.float32), high=np.ones(dim, dtype=np.float32), dtype=np.float32
+        )
+        self.action_space = gym.spaces.Discrete(len(self.action_scales))
+        self._order = np.arange(self.n)
+        self._step = 0
+        self._start_assignment()
+
+    def _start_assignment(self) -> None:
+        """Every instance at the uniform scale (the last row of ``_masses``)."""
+        self.scales = np.full(self.n, self.uniform_scale)
+        self._rows = np.full(self.n, self.action_scales.size)
+        self._pmf = self._uniform_pmf()
+
+    def _uniform_pmf(self) -> np.ndarray:
+        return self._masses[self._value_index, -1].mean(axis=0)
+
+    def _observation(self) -> np.ndarray:
+        index = self._order[min(self._step, self.n - 1)]
+        obs = np.concatenate([self._encodings[self._value_index[index]], self._pmf])
+        return np.clip(obs, self.observation_space.low, self.observation_space.high).astype(
+            np.float32
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode: every scale back to uniform, a new visiting order."""
+        super().reset(seed=seed)
+        self._order = (
+            self.np_random.permutation(self.n) if self.settings.shuffle else np.arange(self.n)
+        )
+        self._step = 0
+        self._start_assignment()
+        return self._observation(), {"kl_laplace": self.kl_laplace}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Assign ``action_scales[action]`` to the current instance; see the reward rule."""
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be in {self.action_space}, got {action!r}")
+        if self._step >= self.n:
+            raise RuntimeError("episode is over; call reset()")
+        action = int(action)
+        index = self._order[self._step]
+        self.scales[index] = self.action_scales[action]
+        self._rows[index] = action
+        self._pmf = self._masses[self._value_index, self._rows].mean(axis=0)
+        self._step += 1
+        terminated = self._step == self.n
+        kl = kl_divergence(self.data_pmf, self._pmf)
+        reward_u = 1.0 - kl / self.kl_laplace if kl < self.kl_laplace else -1.0
+        info: dict[str, Any] = {"kl": kl, "kl_ratio": kl / self.kl_laplace}
+        if terminated:
+            # Exact check of every instance, with every scale final.
+            losses = instance_privacy_losses(self.values, self.scales)
+            violations = int(np.count_nonzero(losses > self.epsilon))
+            # Every instance still over ε at the end costs its -1 once more; a single -1
+            # would let a policy trade a few violations for many cheap utility rewards.
+            reward_e = 1.0 if violations == 0 else -float(violations)
+            info.update(
+                loss=float(losses[index]),
+                pdp_violations=violations,
+                pdp_pass_rate=1.0 - violations / self.n,
+                max_loss=float(losses.max()),
+                scales=self.scales.copy(),
+            )
+        else:
+            checked = self.scales
+            if self.settings.unassigned == "same":
+                checked = self.scales.copy()
+                checked[self._order[self._step :]] = self.action_scales[action]
+            loss = float(instance_privacy_losses(self.values, checked, instances=[index])[0])
+            reward_e = 1.0 if loss <= self.epsilon else -1.0
+            info["loss"] = loss
+        return self._observation(), reward_e + reward_u, terminated, False, info

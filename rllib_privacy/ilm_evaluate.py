@@ -1,0 +1,351 @@
+"""``rllib-privacy ilm-evaluate``: roll out a trained ILM policy and check it.
+
+Restores the RLModule of a checkpoint written by ``rllib train -f tuned_configs/ilm_dqn.yaml``
+(``RLModule.from_checkpoint``; no Algorithm, no Ray cluster), assigns a scale to every
+instance of the given data greedily (dataset order), and reports:
+
+- every instance's exact pDP loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`)
+  against ε, and the number of violations;
+- KL(data ‖ output) for the policy's scales, for uniform Laplace at Δf/ε, and for the best
+  single scale of the action set that satisfies pDP for every instance (the analytic
+  baseline), with the ratios to uniform Laplace;
+- the chosen-scale histogram,
+
+as a table on stdout, ``ilm_evaluation.json`` and ``ilm_evaluation.png`` in the output
+directory. Exit codes: 0 every instance within ε, 1 some instance over ε, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rllib_privacy.accounting.pdp import instance_privacy_losses
+from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, InstanceWiseLaplaceEnv
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
+
+#: Where an Algorithm checkpoint keeps the default module (new API stack layout).
+MODULE_SUBDIRS = (
+    Path("learner_group", "learner", "rl_module", "default_policy"),
+    Path("rl_module", "default_policy"),
+    Path("default_policy"),
+    Path(),
+)
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+
+
+@dataclasses.dataclass
+class ILMEvaluation:
+    """Outcome of one evaluation (all KL values in nats).
+
+    Attributes:
+        n: Number of instances.
+        epsilon: Target ε.
+        delta_f: The data's range Δf.
+        action_scales: The action set's scales.
+        scales: The scale chosen for every instance.
+        losses: Every instance's exact pDP loss under ``scales``.
+        kl_policy: KL divergence for the policy's scales.
+        kl_laplace: KL divergence for uniform Laplace at Δf/ε.
+        best_single_action: Index of the best pDP-satisfying single scale, or None.
+        kl_best_single: Its KL divergence (inf when no single scale satisfies pDP).
+        action_counts: How many instances got each action.
+        pmfs: ``data``, ``policy``, ``laplace`` and ``best_single`` output PMFs on the bins.
+        edges: The shared bin edges.
+
+    """
+
+    n: int
+    epsilon: float
+    delta_f: float
+    action_scales: np.ndarray
+    scales: np.ndarray
+    losses: np.ndarray
+    kl_policy: float
+    kl_laplace: float
+    best_single_action: int | None
+    kl_best_single: float
+    action_counts: np.ndarray
+    pmfs: dict[str, np.ndarray]
+    edges: np.ndarray
+
+    @property
+    def violations(self) -> int:
+        """Instances whose loss exceeds ε."""
+        return int(np.count_nonzero(self.losses > self.epsilon))
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-safe summary (no per-instance arrays except the counts)."""
+        finite = float(self.losses.max()) if np.isfinite(self.losses.max()) else "inf"
+        return {
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "delta_f": self.delta_f,
+            "pdp_violations": self.violations,
+            "pdp_pass_rate": 1.0 - self.violations / self.n,
+            "max_loss": finite,
+            "kl_policy": self.kl_policy,
+            "kl_laplace": self.kl_laplace,
+            "kl_ratio_policy": self.kl_policy / self.kl_laplace,
+            "best_single_action": self.best_single_action,
+            "best_single_scale": (
+                None
+                if self.best_single_action is None
+                else float(self.action_scales[self.best_single_action])
+            ),
+            "kl_best_single": self.kl_best_single if np.isfinite(self.kl_best_single) else "inf",
+            "kl_ratio_best_single": (
+                self.kl_best_single / self.kl_laplace if np.isfinite(self.kl_best_single) else "inf"
+            ),
+            "action_scales": self.action_scales.tolist(),
+            "action_counts": self.action_counts.tolist(),
+        }
+
+
+def find_module_dir(checkpoint: str | os.PathLike[str]) -> Path:
+    """The RLModule directory inside an Algorithm (or RLModule) checkpoint.
+
+    Raises:
+        PrivacyConfigError: If ``checkpoint`` is not a directory holding an RLModule.
+
+    """
+    root = Path(checkpoint)
+    if not root.is_dir():
+        raise PrivacyConfigError(f"--checkpoint: {str(root)!r} is not a directory")
+    for sub in MODULE_SUBDIRS:
+        candidate = root / sub
+        if (candidate / "class_and_ctor_args.pkl").is_file() and any(
+            p.name.startswith("module_state") for p in candidate.iterdir()
+        ):
+            return candidate
+    raise PrivacyConfigError(
+        f"--checkpoint: {str(root)!r} holds no RLModule (expected an RLlib Algorithm "
+        "checkpoint, e.g. .../checkpoint_000000, or its "
+        "learner_group/learner/rl_module/default_policy directory)"
+    )
+
+
+def load_module(checkpoint: str | os.PathLike[str]) -> Any:
+    """Restore the RLModule of ``checkpoint`` with ``RLModule.from_checkpoint``."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module_dir = find_module_dir(checkpoint)
+    try:
+        module = RLModule.from_checkpoint(str(module_dir.resolve()))
+    except Exception as e:  # Any unpickling/shape problem is a bad checkpoint to the user.
+        raise PrivacyConfigError(
+            f"--checkpoint: cannot restore the RLModule from {str(module_dir)!r}: "
+            f"{type(e).__name__}: {e}"
+        ) from None
+    module.eval()
+    return module
+
+
+def greedy_scales(module: Any, env: InstanceWiseLaplaceEnv) -> np.ndarray:
+    """Run one episode with the module's greedy (inference) actions; return the scales."""
+    import torch
+
+    obs, _ = env.reset(seed=0)
+    terminated = False
+    with torch.no_grad():
+        while not terminated:
+            out = module.forward_inference({"obs": torch.as_tensor(obs[None])})
+            action = int(np.asarray(out["actions"]).reshape(-1)[0])
+            obs, _, terminated, _, _ = env.step(action)
+    return env.scales.copy()
+
+
+def evaluate(
+    module: Any,
+    *,
+    data: str,
+    epsilon: float,
+    column: str | None = None,
+    bins: int | None = None,
+    pe_dim: int = 16,
+    actions: tuple[Any, ...] = PAPER_ACTIONS,
+) -> ILMEvaluation:
+    """Evaluate a restored module on a CSV dataset (see the module docstring).
+
+    Raises:
+        PrivacyConfigError: Bad data/arguments, or a module whose observation or action
+            space does not fit the environment built from them.
+
+    """
+    obs_dim = int(np.prod(module.observation_space.shape))
+    if bins is None:
+        bins = obs_dim - pe_dim
+    env = InstanceWiseLaplaceEnv(
+        {
+            "data_path": data,
+            "column": column,
+            "epsilon": epsilon,
+            "bins": bins,
+            "pe_dim": pe_dim,
+            "actions": list(actions),
+            "shuffle": False,
+        }
+    )
+    if env.observation_space.shape != (obs_dim,):
+        raise PrivacyConfigError(
+            f"--bins/--pe-dim: the checkpoint's module expects observations of size {obs_dim} "
+            f"(pe_dim + bins), but --pe-dim {pe_dim} and --bins {bins} give "
+            f"{env.observation_space.shape[0]}"
+        )
+    if getattr(module.action_space, "n", None) != env.action_space.n:
+        raise PrivacyConfigError(
+            f"the checkpoint's module has {getattr(module.action_space, 'n', '?')} actions, "
+            f"the action set has {env.action_space.n}"
+        )
+    scales = greedy_scales(module, env)
+    return assess(env, scales)
+
+
+def assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
+    """Check a scale set on the env's data: pDP, KLs, best single scale, histogram."""
+    losses = instance_privacy_losses(env.values, scales)
+    policy_pmf = privatized_pmf(env.values, scales, env.edges)
+    laplace_pmf = privatized_pmf(env.values, env.uniform_scale, env.edges)
+    best, best_kl, best_pmf = None, float("inf"), np.full(env.edges.size - 1, np.nan)
+    for action, scale in enumerate(env.action_scales):
+        uniform = np.full(env.n, scale)
+        if np.all(instance_privacy_losses(env.values, uniform) <= env.epsilon):
+            pmf = privatized_pmf(env.values, uniform, env.edges)
+            kl = kl_divergence(env.data_pmf, pmf)
+            if kl < best_kl:
+                best, best_kl, best_pmf = action, kl, pmf
+    counts = np.array([np.count_nonzero(scales == s) for s in env.action_scales])
+    return ILMEvaluation(
+        n=env.n,
+        epsilon=env.epsilon,
+        delta_f=env.delta_f,
+        action_scales=env.action_scales.copy(),
+        scales=scales,
+        losses=losses,
+        kl_policy=kl_divergence(env.data_pmf, policy_pmf),
+        kl_laplace=kl_divergence(env.data_pmf, laplace_pmf),
+        best_single_action=best,
+        kl_best_single=best_kl,
+        action_counts=counts,
+        pmfs={
+            "data": env.data_pmf,
+            "policy": policy_pmf,
+            "laplace": laplace_pmf,
+            "best_single": best_pmf,
+        },
+        edges=env.edges,
+    )
+
+
+def format_table(result: ILMEvaluation) -> str:
+    """The evaluation as a plain-text table."""
+    summary = result.summary()
+    lines = [
+        f"instances: {result.n}   ε = {result.epsilon:g}",
+        f"pDP check: {result.violations} of {result.n} instances over ε "
+        f"(max loss {summary['max_loss']}) -> {'PASS' if result.violations == 0 else 'FAIL'}",
+        "",
+        f"{'mechanism':<34}{'KL(data||output)':>18}{'ratio to Laplace':>18}",
+        f"{'policy (per-instance scales)':<34}{result.kl_policy:>18.4f}"
+        f"{result.kl_policy / result.kl_laplace:>18.3f}",
+        f"{'uniform Laplace Δf/ε':<34}{result.kl_laplace:>18.4f}{1.0:>18.3f}",
+    ]
+    if result.best_single_action is None:
+        lines.append(f"{'best single scale (none pDP-ok)':<34}{'-':>18}{'-':>18}")
+    else:
+        scale = result.action_scales[result.best_single_action]
+        label = f"best single pDP-ok scale b={scale:.4g}"
+        lines.append(
+            f"{label:<34}{result.kl_best_single:>18.4f}"
+            f"{result.kl_best_single / result.kl_laplace:>18.3f}"
+        )
+    lines += ["", f"{'action':<8}{'scale':>14}{'instances':>12}"]
+    for action, (scale, count) in enumerate(
+        zip(result.action_scales, result.action_counts, strict=True)
+    ):
+        lines.append(f"{action:<8}{scale:>14.4g}{count:>12d}")
+    return "\n".join(lines)
+
+
+def plot(result: ILMEvaluation, path: str | os.PathLike[str]) -> None:
+    """Write the PMFs and the chosen-scale histogram as a PNG (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    centers = 0.5 * (result.edges[:-1] + result.edges[1:])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for key, label in (
+        ("data", "data"),
+        ("policy", f"policy (KL {result.kl_policy:.3f})"),
+        ("laplace", f"uniform Laplace (KL {result.kl_laplace:.3f})"),
+        ("best_single", f"best single scale (KL {result.kl_best_single:.3f})"),
+    ):
+        if np.all(np.isfinite(result.pmfs[key])):
+            left.step(centers, result.pmfs[key], where="mid", label=label)
+    left.set_xlabel("output (outer bins hold everything outside the data range)")
+    left.set_ylabel("probability")
+    left.set_title(f"Output PMFs, ε = {result.epsilon:g}")
+    left.legend(fontsize=8)
+    labels = [f"{s:.3g}" for s in result.action_scales]
+    right.bar(labels, result.action_counts)
+    right.set_xlabel("Laplace scale b")
+    right.set_ylabel("instances")
+    right.set_title(f"Chosen scales ({result.violations} pDP violations)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``rllib-privacy ilm-evaluate``."""
+    parser.add_argument("--checkpoint", required=True, metavar="PATH", help="Algorithm checkpoint")
+    parser.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row")
+    parser.add_argument("--epsilon", required=True, type=float, help="target ε of every instance")
+    parser.add_argument("--column", metavar="NAME", help="CSV column (needed if several)")
+    parser.add_argument(
+        "--bins", type=int, metavar="N", help="shared bins (default: from the checkpoint)"
+    )
+    parser.add_argument(
+        "--pe-dim", type=int, default=16, metavar="N", help="positional encoding length (16)"
+    )
+    parser.add_argument(
+        "--output-dir",
+        default="ilm_evaluation",
+        metavar="DIR",
+        help="where ilm_evaluation.json and ilm_evaluation.png go (default: ./ilm_evaluation)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rllib-privacy ilm-evaluate`` (exit 0 pass, 1 pDP violated, 2 bad input)."""
+    if not (np.isfinite(args.epsilon) and args.epsilon > 0):
+        raise PrivacyConfigError(f"--epsilon must be a finite number > 0, got {args.epsilon}")
+    if not os.path.isfile(args.data):
+        raise PrivacyConfigError(f"--data: {args.data!r} is not a file")
+    module = load_module(args.checkpoint)
+    result = evaluate(
+        module,
+        data=args.data,
+        epsilon=args.epsilon,
+        column=args.column,
+        bins=args.bins,
+        pe_dim=args.pe_dim,
+    )
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ilm_evaluation.json").write_text(json.dumps(result.summary(), indent=2) + "\n")
+    plot(result, out / "ilm_evaluation.png")
+    print(format_table(result))
+    print(f"\nwrote {out / 'ilm_evaluation.json'} and {out / 'ilm_evaluation.png'}")
+    return EXIT_OK if result.violations == 0 else EXIT_VIOLATION

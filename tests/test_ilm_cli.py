@@ -1,0 +1,158 @@
+"""The ILM YAMLs through `rllib train -f`, and `rllib-privacy ilm-evaluate` on their checkpoint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from test_cli_run import _rllib, _scalar_tags
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {
+    "num_steps_sampled_before_learning_starts": 20,
+    "min_sample_timesteps_per_iteration": 60,
+    "train_batch_size_per_learner": 8,
+    "model_config": {"fcnet_hiddens": [16]},
+}
+
+
+def _evaluate(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """Run ``rllib-privacy ilm-evaluate`` in this process: (exit code, stdout, stderr)."""
+    from rllib_privacy.cli import tools_main
+
+    code = tools_main(["ilm-evaluate", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _train(path: str, storage: Path, env_config: dict) -> subprocess.CompletedProcess:
+    return _rllib(
+        "train",
+        "-f",
+        path,
+        "--stop",
+        json.dumps({"training_iteration": 1}),
+        "--config",
+        json.dumps({**TINY, "env_config": env_config}),
+        "--storage-path",
+        str(storage),
+        "--ray-num-cpus",
+        "2",
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "heights.csv"
+    heights = [170, 175, 175, 180, 180, 180, 185, 185, 190, 201, 180, 175]
+    path.write_text("id,height\n" + "".join(f"{i},{h}\n" for i, h in enumerate(heights)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_csv: Path) -> Path:
+    storage = tmp_path_factory.mktemp("ilm_run")
+    result = _train(
+        "tuned_configs/ilm_dqn.yaml",
+        storage,
+        {"data_path": str(tiny_csv), "column": "height", "epsilon": 0.5, "bins": 10},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    tags = _scalar_tags(storage)
+    for tag in ("ilm/kl_ratio", "ilm/pdp_violations", "ilm/pdp_pass_rate", "kl_ratio"):
+        assert f"ray/tune/{tag}" in tags, tag
+    return next(storage.rglob("checkpoint_000000"))
+
+
+@pytest.mark.ray
+def test_evaluate_reports_pdp_and_kl_against_laplace(
+    trained_checkpoint: Path, tiny_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code, out, err = _evaluate(
+        capsys,
+        "--checkpoint",
+        str(trained_checkpoint),
+        "--data",
+        str(tiny_csv),
+        "--column",
+        "height",
+        "--epsilon",
+        "0.5",
+        "--output-dir",
+        str(tmp_path),
+    )
+    assert code in (0, 1), err[-3000:]
+    summary = json.loads((tmp_path / "ilm_evaluation.json").read_text())
+    assert (tmp_path / "ilm_evaluation.png").stat().st_size > 1000
+    assert summary["n"] == 12 and sum(summary["action_counts"]) == 12
+    assert code == (0 if summary["pdp_violations"] == 0 else 1)
+    assert summary["kl_ratio_policy"] == pytest.approx(summary["kl_policy"] / summary["kl_laplace"])
+    assert "uniform Laplace" in out and "pDP check:" in out
+    # Bins that do not match the trained module's observation size are refused.
+    code, _, err = _evaluate(
+        capsys,
+        "--checkpoint", str(trained_checkpoint), "--data", str(tiny_csv), "--column", "height",
+        "--epsilon", "0.5", "--bins", "12", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 2 and "expects observations of size 26" in err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"checkpoint": "missing"}, "is not a directory"),
+        ({"checkpoint": "empty"}, "holds no RLModule"),
+        ({"data": "missing.csv"}, "--data: "),
+        ({"epsilon": "0"}, "--epsilon must be a finite number > 0"),
+    ],
+)
+def test_evaluate_bad_input_exits_2(
+    change: dict, message: str, tmp_path: Path, tiny_csv: Path, capsys: pytest.CaptureFixture
+) -> None:
+    (tmp_path / "empty").mkdir()
+    args = {"checkpoint": str(tmp_path / "empty"), "data": str(tiny_csv), "epsilon": "0.5"}
+    args.update({k: str(tmp_path / v) if k != "epsilon" else v for k, v in change.items()})
+    code, _, err = _evaluate(capsys, *[f"--{k}={v}" for k, v in args.items()])
+    assert code == 2 and message in err, err
+
+
+@pytest.mark.ray
+def test_sweep_yaml_runs_one_iteration(tmp_path: Path) -> None:
+    # One ε of the grid (the override replaces the grid_search) on 10 bundled ages, so that
+    # each of the 4 vectorized envs finishes an episode within the iteration's 60 steps.
+    result = _train(
+        "tuned_configs/ilm_dqn_sweep.yaml", tmp_path, {"epsilon": 1.0, "max_instances": 10}
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    last = json.loads(next(tmp_path.rglob("result.json")).read_text().splitlines()[-1])
+    assert list(last)[:2] == ["kl_ratio", "pdp_violations"]
+    assert 0.0 <= last["ilm"]["pdp_pass_rate"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("env_config", "expected"),
+    [
+        ({"epsilonn": 1.0}, "env_config key 'epsilonn' is not known to InstanceWiseLaplace"),
+        ({"column": "height"}, "env_config key 'column' must be a column of dataset 'diabetes'"),
+        ({"data_path": "no/such.csv"}, "env_config key 'data_path': cannot read"),
+    ],
+)
+def test_bad_env_config_is_named_before_ray_starts(
+    env_config: dict, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import ray
+
+    from rllib_privacy.cli import rllib_main
+
+    spec = yaml.safe_load((REPO / "tuned_configs/ilm_dqn.yaml").read_text())
+    spec["ilm-dqn"]["config"]["env_config"].update(env_config)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(spec))
+    was_running = ray.is_initialized()
+    assert rllib_main(["train", "-f", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "ilm-dqn" in err, err
+    assert ray.is_initialized() == was_running  # rejected before Ray was started
