@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 #: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
-ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C",)
+ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C", "ExplorationPPO", "ExplorationDQN")
 
 _registered = False
 
@@ -23,4 +23,16 @@ def register_all() -> None:
     # whether or not they imported this package themselves.
     register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
     register_trainable("LDPA3C", LDPA3C)
+    _register_count_exploration()
     _registered = True
+
+
+def _register_count_exploration() -> None:
+    from ray.tune.registry import register_env, register_trainable
+
+    from rllib_privacy.algorithms.count_exploration import ExplorationDQN, ExplorationPPO
+    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car
+
+    register_env(SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car)
+    register_trainable("ExplorationPPO", ExplorationPPO)
+    register_trainable("ExplorationDQN", ExplorationDQN)

@@ -25,3 +25,13 @@ LDP_UPDATES = "ldp/updates"
 LDP_SUBMISSIONS_PER_SECOND = "ldp/submissions_per_second"
 LDP_EXPLORATION_ALPHA = "ldp/exploration_alpha"
 LDP_GRADIENT_L1_NORM = "ldp/raw_gradient_l1_norm_mean"
+
+# exploration/... (count-based exploration, Tang et al. 2017)
+EXPLORATION_EXTRINSIC_RETURN_MEAN = "exploration/extrinsic_return_mean"
+EXPLORATION_BONUS_MEAN = "exploration/bonus_mean"
+EXPLORATION_UNIQUE_CODES = "exploration/unique_codes"
+EXPLORATION_COUNTED_STATES = "exploration/counted_states"
+EXPLORATION_EXTRINSIC_REWARD_MEAN = "exploration/extrinsic_reward_mean"
+EXPLORATION_TRAINED_REWARD_MEAN = "exploration/trained_reward_mean"
+EXPLORATION_AE_RECONSTRUCTION_LOSS = "exploration/ae_reconstruction_loss"
+EXPLORATION_AE_BIT_FLIP_RATE = "exploration/ae_bit_flip_rate"
