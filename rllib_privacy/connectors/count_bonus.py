@@ -13,12 +13,14 @@ whole batch is hashed and counted with array operations (rllib_privacy.explorati
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.rl_module.rl_module import RLModule
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from ray.rllib.utils.typing import EpisodeType
@@ -41,6 +43,15 @@ def observation_info(space: gym.Space) -> ObservationInfo:
         )
     flat = gym.spaces.flatten_space(space)
     return ObservationInfo(shape=tuple(flat.shape))
+
+
+def _with_own_rewards(episode: SingleAgentEpisode) -> SingleAgentEpisode:
+    """A shallow copy of ``episode`` whose reward buffer (and its data) is its own."""
+    clone = copy.copy(episode)
+    clone.rewards = copy.copy(episode.rewards)
+    data = episode.rewards.data
+    clone.rewards.data = data.copy() if isinstance(data, np.ndarray) else list(data)
+    return clone
 
 
 class CountBasedBonus(ConnectorV2):
@@ -85,39 +96,55 @@ class CountBasedBonus(ConnectorV2):
         metrics: MetricsLogger | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Adds r⁺ to the rewards of ``episodes`` in place; ``batch`` passes through."""
-        self.apply(episodes, metrics=metrics)
+        """Replaces ``episodes`` (in the list) by copies with r + r⁺; ``batch`` passes through."""
+        episodes[:] = self.apply(episodes, metrics=metrics)
         return batch
 
-    def apply(self, episodes: list[EpisodeType], *, metrics: MetricsLogger | None = None) -> None:
-        """Counts every state of ``episodes`` (whole batch first), then adds the bonuses."""
-        sa_episodes = list(
-            self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False)
-        )
-        lengths = [len(e.get_rewards()) for e in sa_episodes]
-        if not sum(lengths):
-            return
-        used = [e for e, n in zip(sa_episodes, lengths, strict=True) if n]
+    def apply(
+        self, episodes: list[EpisodeType], *, metrics: MetricsLogger | None = None
+    ) -> list[EpisodeType]:
+        """Counts every state of ``episodes`` (whole batch first), then adds the bonuses.
+
+        Returns:
+            The episodes with r + r⁺ as rewards. Single-agent episodes are shallow copies
+            with their own reward buffer: a local EnvRunner keeps the chunks it returned
+            to sum the episode's return once it ends, and that return must stay the
+            extrinsic one. Multi-agent episodes are changed in place.
+        """
+        shaped = [
+            _with_own_rewards(e) if isinstance(e, SingleAgentEpisode) else e for e in episodes
+        ]
+        sa_episodes = [
+            e
+            for e in self.single_agent_episode_iterator(shaped, agents_that_stepped_only=False)
+            if len(e.get_rewards())
+        ]
+        if not sa_episodes:
+            return shaped
         # s_t of each transition: all observations but the last (the next chunk's first).
-        obs = np.concatenate([np.asarray(e.get_observations(slice(None, -1))) for e in used])
+        obs = np.concatenate([np.asarray(e.get_observations(slice(None, -1))) for e in sa_episodes])
         actions = None
         if self.exploration.spec.count_actions:
-            actions = np.concatenate([np.asarray(e.get_actions()).reshape(-1) for e in used])
+            actions = np.concatenate([np.asarray(e.get_actions()).reshape(-1) for e in sa_episodes])
         ae_metrics = self.exploration.before_update(obs)
         bonus, _ = self.exploration.increment_and_bonus(obs, actions)
-        extrinsic = np.concatenate([np.asarray(e.get_rewards(), dtype=np.float64) for e in used])
+        extrinsic = np.concatenate(
+            [np.asarray(e.get_rewards(), dtype=np.float64) for e in sa_episodes]
+        )
         trained = extrinsic + bonus
         start = 0
-        for episode in used:  # one write per episode chunk, not per state
-            n = len(episode)
-            # Episodes from remote EnvRunners arrive as read-only views of Ray's object
-            # store: give the reward buffer its own copy before writing into it.
-            if isinstance(episode.rewards.data, np.ndarray):
+        for episode in sa_episodes:  # one write per episode chunk, not per state
+            n = len(episode.get_rewards())
+            if (
+                isinstance(episode.rewards.data, np.ndarray)
+                and not episode.rewards.data.flags["WRITEABLE"]
+            ):  # a read-only view of Ray's object store (episodes from remote EnvRunners)
                 episode.rewards.data = episode.rewards.data.copy()
             episode.set_rewards(new_data=trained[start : start + n].astype(np.float32))
             start += n
         if metrics is not None:
             self._log(metrics, bonus, extrinsic, trained, ae_metrics)
+        return shaped
 
     def _log(
         self,

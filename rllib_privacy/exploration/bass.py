@@ -25,15 +25,29 @@ class BASS:
         frame_shape: (H, W) or (H, W, Z) of one frame.
         cell_size: C, the cell side in pixels (paper: 20).
         bins: B, the number of intensity bins per cell and channel (paper: 20).
+        intensity_range: (low, high) of the pixel values, rescaled to [0, 255] first
+            (e.g. (−1, 1) for RLlib's normalized Atari frames).
 
     """
 
-    def __init__(self, frame_shape: tuple[int, ...], *, cell_size: int = 20, bins: int = 20):
+    def __init__(
+        self,
+        frame_shape: tuple[int, ...],
+        *,
+        cell_size: int = 20,
+        bins: int = 20,
+        intensity_range: tuple[float, float] = (0.0, 255.0),
+    ) -> None:
         if len(frame_shape) not in (2, 3):
             raise ValueError(f"frame_shape must be (H, W) or (H, W, Z), got {frame_shape}")
         self.frame_shape = tuple(int(s) for s in frame_shape)
         self.cell_size = check_int_in_range("cell_size", cell_size, low=1)
         self.bins = check_int_in_range("bins", bins, low=1)
+        self.intensity_range = (float(intensity_range[0]), float(intensity_range[1]))
+        if not self.intensity_range[1] > self.intensity_range[0]:
+            raise ValueError(
+                f"intensity_range must be (low, high) with high > low, got {intensity_range}"
+            )
         h, w = self.frame_shape[:2]
         self._cells = (-(-h // self.cell_size), -(-w // self.cell_size))
 
@@ -45,7 +59,8 @@ class BASS:
 
     def __call__(self, frames: Any) -> np.ndarray:
         """The (N, D) BASS features of a batch of frames."""
-        x = np.asarray(frames, dtype=np.float64)
+        low, high = self.intensity_range
+        x = (np.asarray(frames, dtype=np.float64) - low) * (255.0 / (high - low))
         if x.shape[1:] != self.frame_shape:
             raise ValueError(f"frames must have shape (N, *{self.frame_shape}), got {x.shape}")
         if x.ndim == 3:

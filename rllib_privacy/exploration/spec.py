@@ -281,7 +281,15 @@ def _make_hasher(
     if spec.hash == "key_function":
         return KeyFunctionHash(spec.key_function or "", **dict(spec.key_function_kwargs))
     if spec.hash == "bass":
-        bass = BASS(obs.shape, cell_size=spec.bass_cell_size, bins=spec.bass_bins)
+        intensity = (0.0, 255.0)
+        if obs.is_bounded_box:
+            intensity = (float(np.min(obs.low)), float(np.max(obs.high)))
+        bass = BASS(
+            obs.shape,
+            cell_size=spec.bass_cell_size,
+            bins=spec.bass_bins,
+            intensity_range=intensity,
+        )
         return SimHash(bass.output_dim, spec.num_bits, seed=spec.seed, preprocessor=bass)
     preprocessor: BoxNormalizer | OneHot | None = None
     kind = spec.preprocessor

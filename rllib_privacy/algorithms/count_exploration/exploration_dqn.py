@@ -72,8 +72,8 @@ class ExplorationDQN(CountExplorationAlgorithmMixin, DQN):
         # with no hook in between, so the bonus is applied by wrapping this instance's
         # `add` (the buffer's class, and thus isinstance checks, stay as they are).
         def add_with_bonus(episodes: Any, *args: Any, **kwargs: Any) -> Any:
-            self.count_bonus.apply(list(episodes), metrics=self.metrics)
-            return store(episodes, *args, **kwargs)
+            shaped = self.count_bonus.apply(list(episodes), metrics=self.metrics)
+            return store(shaped, *args, **kwargs)
 
         self.local_replay_buffer.add = add_with_bonus
 

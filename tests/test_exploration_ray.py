@@ -1,0 +1,226 @@
+"""Count-based exploration on RLlib: reward shaping, global counts, checkpoints, YAMLs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from rllib_privacy.errors import PrivacyConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+EXPLORATION_YAMLS = {
+    # file: config overrides that make one iteration small
+    "simhash_ppo_mountaincar.yaml": {
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+    },
+    "simhash_ppo_frozenlake.yaml": {
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+    },
+    "simhash_ppo_mountaincar_sweep.yaml": {
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+    },
+    "simhash_dqn_mountaincar.yaml": {
+        "train_batch_size_per_learner": 16,
+        "num_env_runners": 0,
+        "num_steps_sampled_before_learning_starts": 0,
+    },
+    "ae_ppo_atari_ram.yaml": {
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+        "count_exploration": {"ae_train_steps": 2, "ae_code_bits": 32},
+    },
+    "bass_ppo_atari.yaml": {
+        "train_batch_size_per_learner": 32,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+        "num_envs_per_env_runner": 1,
+    },
+    "smarthash_ppo_montezuma.yaml": {
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "num_env_runners": 0,
+    },
+}
+
+
+def _small_ppo_config(num_env_runners: int):
+    from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
+    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID
+
+    return (
+        ExplorationPPOConfig()
+        .environment(SPARSE_MOUNTAIN_CAR_ENV_ID, env_config={"max_episode_steps": 50})
+        .env_runners(num_env_runners=num_env_runners, num_cpus_per_env_runner=0.5)
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .count_based_exploration(count_exploration={"num_bits": 16, "beta": 0.5})
+    )
+
+
+@pytest.mark.ray
+def test_ppo_trains_on_bonus_reports_extrinsic_counts_globally_and_restores(
+    ray_session, tmp_path: Path
+) -> None:
+    algo = _small_ppo_config(num_env_runners=2).build_algo()
+    try:
+        result = algo.train()
+        section = result["exploration"]
+        # Sparse reward: the random policy never reaches the goal within 50 steps.
+        assert result["env_runners"]["episode_return_mean"] == 0.0
+        assert section["extrinsic_return_mean"] == result["extrinsic_return_mean"] == 0.0
+        assert section["bonus_mean"] > 0 and section["extrinsic_reward_mean"] == 0.0
+        assert section["trained_reward_mean"] == pytest.approx(section["bonus_mean"], rel=1e-5)
+        assert list(result)[:3] == ["extrinsic_return_mean", "bonus_mean", "unique_codes"]
+        # One table counts what both EnvRunners sampled.
+        counter = algo.learner_group._learner.count_bonus.exploration.counter
+        sampled = result["num_env_steps_sampled_lifetime"]
+        assert algo.env_runner_group.num_healthy_remote_workers() == 2
+        assert counter.total == sampled == section["counted_states"] >= 200
+        assert 1 <= section["unique_codes"] == counter.num_unique <= sampled
+        saved = counter.state_dict()
+        algo.save_to_path(str(tmp_path))
+    finally:
+        algo.stop()
+    restored = _small_ppo_config(num_env_runners=0).build_algo()
+    try:
+        restored.restore_from_path(str(tmp_path))
+        counter = restored.learner_group._learner.count_bonus.exploration.counter
+        assert counter.total == saved["total"]
+        np.testing.assert_array_equal(counter.state_dict()["counts"], saved["counts"])
+        after = restored.train()
+        assert after["exploration"]["counted_states"] == saved["total"] + (
+            after["num_env_steps_sampled_lifetime"] - sampled
+        )
+    finally:
+        restored.stop()
+
+
+@pytest.mark.ray
+def test_dqn_counts_a_state_when_collected_not_when_replayed(ray_session, tmp_path: Path) -> None:
+    from rllib_privacy.algorithms.count_exploration import ExplorationDQNConfig
+    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID
+
+    config = (
+        ExplorationDQNConfig()
+        .environment(SPARSE_MOUNTAIN_CAR_ENV_ID, env_config={"max_episode_steps": 50})
+        .env_runners(num_env_runners=0, rollout_fragment_length=10)
+        .training(
+            train_batch_size_per_learner=32,
+            num_steps_sampled_before_learning_starts=0,
+            training_intensity=20.0,  # every sampled step is replayed many times
+        )
+        .count_based_exploration(count_exploration={"num_bits": 16, "beta": 0.5})
+    )
+    algo = config.build_algo()
+    try:
+        for _ in range(3):
+            result = algo.train()
+        learners = result["learners"]["__all_modules__"]
+        sampled = result["num_env_steps_sampled_lifetime"]
+        assert learners["num_env_steps_trained_lifetime"] > 2 * sampled
+        assert algo.count_bonus.exploration.counter.total == sampled
+        assert result["exploration"]["counted_states"] == sampled
+        # The bonus is stored with the sample: replayed rewards include it.
+        replayed = algo.local_replay_buffer.sample(num_items=64)
+        rewards = np.concatenate([np.asarray(e.get_rewards()) for e in replayed])
+        assert np.all(rewards > 0) and np.all(rewards <= 0.5)
+        algo.save_to_path(str(tmp_path))
+        total = algo.count_bonus.exploration.counter.total
+    finally:
+        algo.stop()
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(str(tmp_path))
+        assert restored.count_bonus.exploration.counter.total == total
+    finally:
+        restored.stop()
+
+
+def test_config_rejects_bad_keys_and_several_learners() -> None:
+    from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
+
+    with pytest.raises(PrivacyConfigError, match=r"'num_bit'.*did you mean 'num_bits'"):
+        ExplorationPPOConfig().update_from_dict({"count_exploration": {"num_bit": 3}})
+    with pytest.raises(PrivacyConfigError, match=r"'count_exploratoin'.*'count_exploration'"):
+        ExplorationPPOConfig().update_from_dict({"count_exploratoin": {}})
+    with pytest.raises(PrivacyConfigError, match="num_learners must be 0 or 1"):
+        ExplorationPPOConfig.validate_config_dict({"num_learners": 2})
+    with pytest.raises(PrivacyConfigError, match="num_learners must be 0 or 1"):
+        ExplorationPPOConfig().learners(num_learners=2).validate_count_exploration()
+
+
+def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rllib_privacy.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_bad_nested_key_is_named_before_ray_starts(tmp_path: Path) -> None:
+    spec = yaml.safe_load((REPO / "tuned_configs/simhash_ppo_mountaincar.yaml").read_text())
+    name = next(iter(spec))
+    spec[name]["config"]["count_exploration"]["betta"] = 0.1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(spec))
+    result = _cli("train", "-f", str(bad), timeout=120)
+    assert result.returncode == 2
+    assert "count_exploration key 'betta'" in result.stderr and "'beta'" in result.stderr
+    assert "Started a local Ray" not in result.stderr
+
+
+@pytest.mark.ray
+def test_every_exploration_yaml_runs_one_iteration(tmp_path: Path) -> None:
+    """All shipped exploration YAMLs, one small iteration each, in one `rllib train` run."""
+    from rllib_privacy.experiments import deep_merge
+
+    combined = {}
+    for name, overrides in EXPLORATION_YAMLS.items():
+        for experiment, spec in yaml.safe_load((REPO / "tuned_configs" / name).read_text()).items():
+            spec["config"] = deep_merge(spec["config"], overrides)
+            spec["num_samples"] = 1
+            combined[experiment] = spec
+    path = tmp_path / "all.yaml"
+    path.write_text(yaml.safe_dump(combined))
+    result = _cli(
+        "train",
+        "-f",
+        str(path),
+        "--stop",
+        json.dumps({"training_iteration": 1}),
+        "--storage-path",
+        str(tmp_path / "results"),
+        "--ray-num-cpus",
+        "2",
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = [
+        json.loads(p.read_text().splitlines()[-1])
+        for p in (tmp_path / "results").rglob("result.json")
+    ]
+    assert len(rows) >= len(combined)
+    for row in rows:
+        assert row["exploration"]["bonus_mean"] > 0, row["trial_id"]
+        assert row["exploration"]["counted_states"] >= 1
+    ae_rows = [r for r in rows if "ae_reconstruction_loss" in r["exploration"]]
+    assert ae_rows, "the autoencoder YAML reports no reconstruction loss"
