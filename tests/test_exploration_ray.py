@@ -125,13 +125,14 @@ def test_dqn_counts_a_state_when_collected_not_when_replayed(ray_session, tmp_pa
         .training(
             train_batch_size_per_learner=32,
             num_steps_sampled_before_learning_starts=0,
-            training_intensity=20.0,  # every sampled step is replayed many times
+            training_intensity=4.0,  # every sampled step is replayed ~4 times
         )
+        .reporting(min_sample_timesteps_per_iteration=40)
         .count_based_exploration(count_exploration={"num_bits": 16, "beta": 0.5})
     )
     algo = config.build_algo()
     try:
-        for _ in range(3):
+        for _ in range(2):
             result = algo.train()
         learners = result["learners"]["__all_modules__"]
         sampled = result["num_env_steps_sampled_lifetime"]

@@ -62,7 +62,8 @@ class ExplorationDQN(CountExplorationAlgorithmMixin, DQN):
     def setup(self, config: ExplorationDQNConfig) -> None:
         """Builds DQN, then the count table and the bonus-on-store hook."""
         super().setup(config)
-        observation_space, action_space = self.learner_group.foreach_learner(_module_spaces)[0]
+        results = self.learner_group.foreach_learner(_module_spaces)
+        observation_space, action_space = next(iter(results)).get()
         self.count_bonus = CountBasedBonus(
             observation_space, action_space, spec=config.get_exploration_spec()
         )
