@@ -164,11 +164,13 @@ def _episodes(states: np.ndarray, episode_len: int) -> list[Any]:
     return episodes
 
 
-def _time(fn: Any, repeats: int) -> float:
+def _time(fn: Any, repeats: int, setup: Any = None) -> float:
+    """Best wall time of ``fn(setup())`` (setup, e.g. building empty tables, not timed)."""
     best = float("inf")
     for _ in range(repeats):
+        arg = setup() if setup is not None else None
         start = time.perf_counter()
-        fn()
+        fn(arg)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -194,27 +196,30 @@ def run_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
             episodes = _episodes(states, 1000)
             total = sum(len(e) for e in episodes)
 
-            def rllib_loop(eps=episodes) -> None:
-                CountBasedCuriosity()(rl_module=None, batch={}, episodes=eps)
+            def rllib_loop(piece: Any, eps=episodes) -> None:
+                piece(rl_module=None, batch={}, episodes=eps)
 
-            baseline = total / _time(rllib_loop, args.repeats)
+            baseline = total / _time(rllib_loop, args.repeats, CountBasedCuriosity)
             for k in args.bits:
                 for counter in ("exact", "count_min"):
                     spec = {"num_bits": k, "counter": counter, "preprocessor": "none"}
 
-                    def ours(eps=episodes, spec=spec) -> None:
-                        CountBasedBonus(space, None, spec=spec).apply(eps)
+                    def make(spec=spec) -> Any:
+                        return CountBasedBonus(space, None, spec=spec)
 
-                    def pure(spec=spec, x=states[:total]) -> None:
-                        CountBasedBonus(space, None, spec=spec).exploration.increment_and_bonus(x)
+                    def ours(piece: Any, eps=episodes) -> None:
+                        piece.apply(eps)
+
+                    def pure(piece: Any, x=states[:total]) -> None:
+                        piece.exploration.increment_and_bonus(x)
 
                     row = {
                         "batch": total,
                         "data": data,
                         "k": k,
                         "counter": counter,
-                        "ours_per_s": total / _time(ours, args.repeats),
-                        "pure_per_s": total / _time(pure, args.repeats),
+                        "ours_per_s": total / _time(ours, args.repeats, make),
+                        "pure_per_s": total / _time(pure, args.repeats, make),
                         "rllib_per_s": baseline,
                     }
                     if counter == "count_min":
@@ -223,7 +228,7 @@ def run_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
                             np.where(rng.random((total, k)) < 0.5, 1, -1).astype(np.int8)
                         ).reshape(-1)
                         row["floor_per_s"] = total / _time(
-                            lambda s=sketch, i=index: np.add.at(s._table, i, 1), args.repeats
+                            lambda _, s=sketch, i=index: np.add.at(s._table, i, 1), args.repeats
                         )
                     rows.append(row)
                     print(json.dumps(row), flush=True)
@@ -383,12 +388,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False)
     parts: dict[str, Any] = {}
+    if "success" in wanted:
+        parts["success"] = run_success(args)
     if "speed" in wanted:
         parts["speed"] = run_speed(args)
     if "overhead" in wanted:
         parts["overhead"] = run_overhead(args)
-    if "success" in wanted:
-        parts["success"] = run_success(args)
     command = "python benchmarks/exploration.py " + " ".join(argv or sys.argv[1:])
     section = render(args, parts, command.strip())
     print(section)
