@@ -60,6 +60,19 @@ def mountaincar_settings() -> tuple[str, dict[str, Any]]:
     return spec["env"], dict(spec["config"])
 
 
+def build_algo(config_cls: type, env: str, config: dict[str, Any]) -> Any:
+    """An Algorithm from a YAML config dict (``model_config`` has no setter in 2.60)."""
+    config = dict(config)
+    model_config = config.pop("model_config", {})
+    return (
+        config_cls()
+        .environment(env)
+        .update_from_dict(config)
+        .rl_module(model_config=model_config)
+        .build_algo()
+    )
+
+
 def mountaincar_trial(seed: int, bonus: bool, budget: int) -> dict[str, Any]:
     """One run; returns its success, first goal step and learning curve."""
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -71,7 +84,7 @@ def mountaincar_trial(seed: int, bonus: bool, budget: int) -> dict[str, Any]:
     if not bonus:
         config.pop("count_exploration", None)
     config_cls = ExplorationPPOConfig if bonus else PPOConfig
-    algo = config_cls().environment(env).update_from_dict(config).build_algo()
+    algo = build_algo(config_cls, env, config)
     curve, first_goal, solved_at = [], None, None
     start = time.perf_counter()
     try:
@@ -265,8 +278,8 @@ def run_overhead(args: argparse.Namespace) -> dict[str, Any]:
     env, config = mountaincar_settings()
     config = {**config, "num_env_runners": 0, "seed": 0}
     plain = {k: v for k, v in config.items() if k != "count_exploration"}
-    with_bonus = ExplorationPPOConfig().environment(env).update_from_dict(config).build_algo()
-    without = PPOConfig().environment(env).update_from_dict(plain).build_algo()
+    with_bonus = build_algo(ExplorationPPOConfig, env, config)
+    without = build_algo(PPOConfig, env, plain)
     times: dict[str, list[float]] = {"bonus": [], "plain": []}
     try:
         with_bonus.train(), without.train()  # warm-up (first iteration builds things)
