@@ -32,9 +32,15 @@ def _register_count_exploration() -> None:
 
     from rllib_privacy.algorithms.count_exploration import ExplorationDQN, ExplorationPPO
     from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car
-    from rllib_privacy.envs.atari_pixels import ATARI_PIXELS_ENV_ID, make_atari_pixels
+    from rllib_privacy.envs.atari_pixels import (
+        ATARI_PIXELS_ENV_ID,
+        ATARI_RAM_ENV_ID,
+        make_atari_pixels,
+        make_atari_ram,
+    )
 
     register_env(SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car)
     register_env(ATARI_PIXELS_ENV_ID, make_atari_pixels)
+    register_env(ATARI_RAM_ENV_ID, make_atari_ram)
     register_trainable("ExplorationPPO", ExplorationPPO)
     register_trainable("ExplorationDQN", ExplorationDQN)

@@ -14,51 +14,33 @@ import yaml
 from rllib_privacy.errors import PrivacyConfigError
 
 REPO = Path(__file__).resolve().parents[1]
+_SMALL_PPO = {
+    "train_batch_size_per_learner": 32,
+    "minibatch_size": 32,
+    "num_epochs": 1,
+    "num_env_runners": 0,
+    "num_envs_per_env_runner": 1,
+}
 EXPLORATION_YAMLS = {
     # file: config overrides that make one iteration small
-    "simhash_ppo_mountaincar.yaml": {
-        "train_batch_size_per_learner": 64,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
-    },
-    "simhash_ppo_frozenlake.yaml": {
-        "train_batch_size_per_learner": 64,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
-    },
+    "simhash_ppo_mountaincar.yaml": _SMALL_PPO,
+    "simhash_ppo_frozenlake.yaml": _SMALL_PPO,
     "simhash_ppo_mountaincar_sweep.yaml": {
-        "train_batch_size_per_learner": 64,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
+        **_SMALL_PPO,
+        "count_exploration": {"num_bits": 32, "beta": 0.1},  # one grid point
     },
     "simhash_dqn_mountaincar.yaml": {
         "train_batch_size_per_learner": 16,
         "num_env_runners": 0,
         "num_steps_sampled_before_learning_starts": 0,
+        "min_sample_timesteps_per_iteration": 20,
     },
     "ae_ppo_atari_ram.yaml": {
-        "train_batch_size_per_learner": 64,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
-        "count_exploration": {"ae_train_steps": 2, "ae_code_bits": 32},
+        **_SMALL_PPO,
+        "count_exploration": {"ae_train_steps": 2, "ae_code_bits": 32, "ae_batch_size": 16},
     },
-    "bass_ppo_atari.yaml": {
-        "train_batch_size_per_learner": 32,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
-        "num_envs_per_env_runner": 1,
-    },
-    "smarthash_ppo_montezuma.yaml": {
-        "train_batch_size_per_learner": 64,
-        "minibatch_size": 32,
-        "num_epochs": 1,
-        "num_env_runners": 0,
-    },
+    "bass_ppo_atari.yaml": _SMALL_PPO,
+    "smarthash_ppo_montezuma.yaml": _SMALL_PPO,
 }
 
 
