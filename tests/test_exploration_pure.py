@@ -340,3 +340,16 @@ def test_count_based_exploration_counts_then_pays_the_bonus() -> None:
     restored = CountBasedExploration(spec, info)
     restored.load_state_dict(exploration.state_dict())
     np.testing.assert_array_equal(restored.increment_and_bonus(states[:1])[1], [3])
+
+
+def test_conv_autoencoder_hashes_frames() -> None:
+    frames = np.random.default_rng(0).integers(0, 256, size=(6, 60, 40, 3))
+    ae = AutoencoderHash(
+        1, 16, seed=0, architecture="conv", code_bits=24, train_steps=2, batch_size=4
+    )
+    ae.observe(frames)
+    metrics = ae.train()
+    assert metrics["reconstruction_loss"] > 0 and metrics["bit_flip_rate"] == 0.0
+    codes = ae.codes(frames)
+    assert codes.shape == (6, 16) and set(np.unique(codes)) <= {-1, 1}
+    np.testing.assert_array_equal(ae.codes(frames), codes)  # deterministic at inference
