@@ -161,15 +161,23 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 def test_bad_nested_key_is_named_before_ray_starts(tmp_path: Path) -> None:
+    import ray
+
+    from rllib_privacy.errors import ExperimentFileError
+    from rllib_privacy.experiments import load_experiments
+
     spec = yaml.safe_load((REPO / "tuned_configs/simhash_ppo_mountaincar.yaml").read_text())
     name = next(iter(spec))
     spec[name]["config"]["count_exploration"]["betta"] = 0.1
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(spec))
-    result = _cli("train", "-f", str(bad), timeout=300)
-    assert result.returncode == 2
-    assert "count_exploration key 'betta'" in result.stderr and "'beta'" in result.stderr
-    assert "Started a local Ray" not in result.stderr
+    started = ray.is_initialized()
+    with pytest.raises(ExperimentFileError) as error:
+        load_experiments(bad)  # what `rllib train -f` runs before it starts Ray
+    message = str(error.value)
+    assert str(bad) in message and name in message
+    assert "count_exploration key 'betta'" in message and "did you mean 'beta'" in message
+    assert ray.is_initialized() == started
 
 
 @pytest.mark.ray
