@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 #: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
-ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C", "KickstartPPO")
+ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C", "KickstartPPO", "ExplorationPPO", "ExplorationDQN")
 
 _registered = False
 
@@ -28,4 +28,24 @@ def register_all() -> None:
     register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)
     register_trainable("LDPA3C", LDPA3C)
     register_trainable("KickstartPPO", KickstartPPO)
+    _register_count_exploration()
     _registered = True
+
+
+def _register_count_exploration() -> None:
+    from ray.tune.registry import register_env, register_trainable
+
+    from rllib_privacy.algorithms.count_exploration import ExplorationDQN, ExplorationPPO
+    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car
+    from rllib_privacy.envs.atari_pixels import (
+        ATARI_PIXELS_ENV_ID,
+        ATARI_RAM_ENV_ID,
+        make_atari_pixels,
+        make_atari_ram,
+    )
+
+    register_env(SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car)
+    register_env(ATARI_PIXELS_ENV_ID, make_atari_pixels)
+    register_env(ATARI_RAM_ENV_ID, make_atari_ram)
+    register_trainable("ExplorationPPO", ExplorationPPO)
+    register_trainable("ExplorationDQN", ExplorationDQN)

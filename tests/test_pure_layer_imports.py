@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PURE_PACKAGES = ("mechanisms", "accounting")
+PURE_PACKAGES = ("mechanisms", "accounting", "exploration")
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "torch"}
-ALLOWED_OWN = ("rllib_privacy.errors", "rllib_privacy.mechanisms", "rllib_privacy.accounting")
+ALLOWED_OWN = (
+    "rllib_privacy.errors",
+    "rllib_privacy.mechanisms",
+    "rllib_privacy.accounting",
+    "rllib_privacy.exploration",
+)
 
 
 def pure_modules() -> list[Path]:
@@ -56,6 +61,8 @@ sys.modules["ray"] = None  # any `import ray` now raises ImportError
 import numpy as np
 import rllib_privacy.mechanisms as m
 import rllib_privacy.accounting as a
+import rllib_privacy.exploration as x
+assert x.ExactCounter().increment_and_count(x.SimHash(2, 8, seed=0).codes(np.ones((3, 2))))[0] == 3
 rng = np.random.default_rng(0)
 mechanism = m.GradientMechanism("prs", 5.0, 1.0)
 out = mechanism.privatize(np.ones(8), rng)

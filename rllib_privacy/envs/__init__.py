@@ -14,6 +14,7 @@ from rllib_privacy.envs.instance_laplace import (
     absolute_data_path,
     validate_env_config,
 )
+from rllib_privacy.envs.sparse_mountain_car import SparseMountainCarEnv, make_sparse_mountain_car
 
 #: gymnasium id of CartPole-v0 dynamics (200-step limit) with private per-agent gravity.
 CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
@@ -21,13 +22,20 @@ CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
 #: gymnasium/Tune id of the instance-wise Laplace MDP (Ryu et al.).
 INSTANCE_LAPLACE_ENV_ID = "rllib_privacy/InstanceWiseLaplace-v0"
 
-ENV_IDS: tuple[str, ...] = (CARTPOLE_GRAVITY_ENV_ID, INSTANCE_LAPLACE_ENV_ID)
-
 #: Env ids whose ``env_config`` is checked before Ray starts: (validate, normalize), where
 #: validate raises PrivacyConfigError and normalize rewrites literal values (e.g. paths).
 ENV_CONFIG_HOOKS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     INSTANCE_LAPLACE_ENV_ID: (validate_env_config, absolute_data_path),
 }
+
+#: gymnasium id of MountainCar-v0 with reward 1 at the goal and 0 elsewhere.
+SPARSE_MOUNTAIN_CAR_ENV_ID = "rllib_privacy/SparseMountainCar-v0"
+
+ENV_IDS: tuple[str, ...] = (
+    CARTPOLE_GRAVITY_ENV_ID,
+    INSTANCE_LAPLACE_ENV_ID,
+    SPARSE_MOUNTAIN_CAR_ENV_ID,
+)
 
 
 def make_cartpole_gravity(env_config: dict | None = None) -> gym.Env:
@@ -55,6 +63,13 @@ def register_envs() -> None:
             id=INSTANCE_LAPLACE_ENV_ID,
             entry_point="rllib_privacy.envs.instance_laplace:InstanceWiseLaplaceEnv",
         )
+    if SPARSE_MOUNTAIN_CAR_ENV_ID not in gym.registry:
+        gym.register(
+            id=SPARSE_MOUNTAIN_CAR_ENV_ID,
+            entry_point="rllib_privacy.envs.sparse_mountain_car:SparseMountainCarEnv",
+            max_episode_steps=200,
+            reward_threshold=0.9,
+        )
     register_ale_ram_envs()
 
 
@@ -65,7 +80,10 @@ __all__ = [
     "INSTANCE_LAPLACE_ENV_ID",
     "InstanceWiseLaplaceEnv",
     "PAPER_GRAVITY_CHOICES",
+    "SPARSE_MOUNTAIN_CAR_ENV_ID",
     "CartPoleGravityEnv",
+    "SparseMountainCarEnv",
+    "make_sparse_mountain_car",
     "make_cartpole_gravity",
     "make_instance_laplace",
     "ram_env_id",

@@ -1,0 +1,467 @@
+#!/usr/bin/env python
+"""Count-based exploration benchmark: sparse MountainCar success, counting speed, overhead.
+
+Three parts, each comparing against a baseline measured in the same run (the machine may
+be shared with other jobs, so only same-run ratios are meaningful):
+
+* ``success``: ``--seeds`` PPO runs with the SimHash bonus (tuned_configs/
+  simhash_ppo_mountaincar.yaml's settings) and as many without it (stock PPO, same
+  settings) on rllib_privacy/SparseMountainCar-v0, each for ``--budget`` env steps. A run
+  succeeds when the extrinsic ``episode_return_mean`` of an iteration reaches 0.9 (nine in
+  ten episodes reach the goal); also reported: the first env step at which any episode
+  reached the goal.
+* ``speed``: states hashed and counted per second for batches of 4k-64k states (SimHash
+  k = 64 and 256 on 128-dim states, exact table and Count-Min sketch), all-distinct and
+  repeated (1,024 distinct states) batches, through our ``CountBasedBonus`` connector piece
+  and through RLlib's ``CountBasedCuriosity`` example piece (a Python loop per state) on
+  the same episodes; plus the pure hash+count throughput and, for Count-Min, the time of
+  the sketch's six random table increments alone (its memory-access floor).
+* ``overhead``: wall time of a PPO iteration with and without the bonus (same config,
+  iterations interleaved), median over ``--overhead-iters``.
+
+Examples::
+
+    python benchmarks/exploration.py --help
+    python benchmarks/exploration.py --parts speed
+    python benchmarks/exploration.py --seeds 3 --budget 150000 --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+from pgc_a3c import machine_info, machine_line, now  # noqa: E402
+
+DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
+SECTION_START = "<!-- exploration:start -->"
+SECTION_END = "<!-- exploration:end -->"
+MOUNTAINCAR_YAML = REPO_ROOT / "tuned_configs" / "simhash_ppo_mountaincar.yaml"
+SOLVED_RETURN = 0.9
+
+
+# ----------------------------------------------------------------------------- success
+
+
+def mountaincar_settings() -> tuple[str, dict[str, Any]]:
+    """(env id, config dict) of the shipped MountainCar YAML."""
+    import yaml
+
+    spec = next(iter(yaml.safe_load(MOUNTAINCAR_YAML.read_text()).values()))
+    return spec["env"], dict(spec["config"])
+
+
+def build_algo(config_cls: type, env: str, config: dict[str, Any]) -> Any:
+    """An Algorithm from a YAML config dict (``model_config`` has no setter in 2.60)."""
+    config = dict(config)
+    model_config = config.pop("model_config", {})
+    return (
+        config_cls()
+        .environment(env)
+        .update_from_dict(config)
+        .rl_module(model_config=model_config)
+        .build_algo()
+    )
+
+
+def mountaincar_trial(seed: int, bonus: bool, budget: int) -> dict[str, Any]:
+    """One run; returns its success, first goal step and learning curve."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
+
+    env, config = mountaincar_settings()
+    config = {**config, "seed": seed, "num_env_runners": 0}
+    if not bonus:
+        config.pop("count_exploration", None)
+    config_cls = ExplorationPPOConfig if bonus else PPOConfig
+    algo = build_algo(config_cls, env, config)
+    curve, first_goal, solved_at = [], None, None
+    start = time.perf_counter()
+    try:
+        while True:
+            result = algo.train()
+            steps = int(result["num_env_steps_sampled_lifetime"])
+            runners = result["env_runners"]
+            mean = float(runners.get("episode_return_mean", float("nan")))
+            if first_goal is None and float(runners.get("episode_return_max", 0.0)) > 0:
+                first_goal = steps
+            if solved_at is None and mean >= SOLVED_RETURN:
+                solved_at = steps
+            curve.append((steps, mean))
+            if solved_at is not None or steps >= budget:
+                break
+    finally:
+        algo.stop()
+    return {
+        "seed": seed,
+        "bonus": bonus,
+        "solved_at": solved_at,
+        "first_goal": first_goal,
+        "env_steps": curve[-1][0],
+        "wall_s": time.perf_counter() - start,
+        "curve": curve,
+    }
+
+
+def run_success(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """All seeds with and without the bonus, ``--parallel`` runs at a time.
+
+    Each run is its own process (``--trial``) with its own small Ray instance: Ray starts
+    task workers at a lower CPU priority (nice), which on a shared machine starves them.
+    """
+    import subprocess
+    import tempfile
+
+    jobs = [(s, b) for s in range(args.seed, args.seed + args.seeds) for b in (True, False)]
+    results: list[dict[str, Any]] = []
+    running: list[tuple[subprocess.Popen, Path]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (seed, bonus) in enumerate(jobs):
+            while len(running) >= args.parallel:
+                running = _reap(running, results)
+            out = Path(tmp) / f"trial{i}.json"
+            cmd = [
+                sys.executable,
+                __file__,
+                "--trial",
+                f"{seed},{int(bonus)},{args.budget}",
+                "--json",
+                str(out),
+            ]
+            running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
+        while running:
+            running = _reap(running, results)
+    return sorted(results, key=lambda r: (not r["bonus"], r["seed"]))
+
+
+def _reap(running: list[tuple[Any, Path]], results: list[dict[str, Any]]) -> list[tuple[Any, Path]]:
+    time.sleep(2)
+    still = []
+    for process, out in running:
+        if process.poll() is None:
+            still.append((process, out))
+        elif process.returncode == 0:
+            results.append(json.loads(out.read_text()))
+            print(json.dumps({k: v for k, v in results[-1].items() if k != "curve"}), flush=True)
+        else:
+            raise RuntimeError(f"trial {process.args} failed with code {process.returncode}")
+    return still
+
+
+def success_table(results: list[dict[str, Any]], budget: int) -> str:
+    """Markdown table: success fraction and median steps per arm, then each run."""
+    lines = [
+        f"| arm | solved (return ≥ {SOLVED_RETURN}) within {budget:,} steps | "
+        "median steps to solve | runs reaching the goal at least once |",
+        "|---|---|---|---|",
+    ]
+    for bonus in (True, False):
+        runs = [r for r in results if r["bonus"] == bonus]
+        solved = [r["solved_at"] for r in runs if r["solved_at"] is not None]
+        median = f"{statistics.median(solved):,.0f}" if len(solved) * 2 > len(runs) else "—"
+        goal = sum(r["first_goal"] is not None for r in runs)
+        name = "PPO + SimHash bonus" if bonus else "PPO (no bonus)"
+        lines.append(f"| {name} | {len(solved)}/{len(runs)} | {median} | {goal}/{len(runs)} |")
+    lines += [
+        "",
+        "| arm | seed | solved at | first goal at | env steps run | wall s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {'bonus' if r['bonus'] else 'none'} | {r['seed']} | "
+            f"{r['solved_at'] if r['solved_at'] is not None else '—'} | "
+            f"{r['first_goal'] if r['first_goal'] is not None else '—'} | "
+            f"{r['env_steps']:,} | {r['wall_s']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- speed
+
+
+def _episodes(states: np.ndarray, episode_len: int) -> list[Any]:
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    episodes = []
+    for start in range(0, len(states), episode_len):
+        obs = states[start : start + episode_len + 1]
+        n = len(obs) - 1
+        if n < 1:
+            break
+        episode = SingleAgentEpisode(
+            observations=list(obs), actions=[0] * n, rewards=[0.0] * n, len_lookback_buffer=0
+        )
+        episodes.append(episode.to_numpy())
+    return episodes
+
+
+def _time(fn: Any, repeats: int, setup: Any = None) -> float:
+    """Best wall time of ``fn(setup())`` (setup, e.g. building empty tables, not timed)."""
+    best = float("inf")
+    for _ in range(repeats):
+        arg = setup() if setup is not None else None
+        start = time.perf_counter()
+        fn(arg)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """States per second of our piece, RLlib's loop, the pure layer and Count-Min's floor."""
+    import gymnasium as gym
+    from ray.rllib.examples.connectors.classes.count_based_curiosity import CountBasedCuriosity
+
+    from rllib_privacy.connectors import CountBasedBonus
+    from rllib_privacy.exploration import CountMinSketch
+
+    space = gym.spaces.Box(-1.0, 1.0, (128,), np.float32)
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in args.batch_sizes:
+        for data in ("distinct", "repeated"):
+            if data == "distinct":
+                states = rng.uniform(-1, 1, size=(n + 1, 128)).astype(np.float32)
+            else:
+                pool = rng.uniform(-1, 1, size=(1024, 128)).astype(np.float32)
+                states = pool[rng.integers(0, 1024, size=n + 1)]
+            episodes = _episodes(states, 1000)
+            total = sum(len(e) for e in episodes)
+
+            def rllib_loop(piece: Any, eps=episodes) -> None:
+                piece(rl_module=None, batch={}, episodes=eps)
+
+            baseline = total / _time(rllib_loop, args.repeats, CountBasedCuriosity)
+            for k in args.bits:
+                for counter in ("exact", "count_min"):
+                    spec = {"num_bits": k, "counter": counter, "preprocessor": "none"}
+
+                    def make(spec=spec) -> Any:
+                        return CountBasedBonus(space, None, spec=spec)
+
+                    def ours(piece: Any, eps=episodes) -> None:
+                        piece.apply(eps)
+
+                    def pure(piece: Any, x=states[:total]) -> None:
+                        piece.exploration.increment_and_bonus(x)
+
+                    row = {
+                        "batch": total,
+                        "data": data,
+                        "k": k,
+                        "counter": counter,
+                        "ours_per_s": total / _time(ours, args.repeats, make),
+                        "pure_per_s": total / _time(pure, args.repeats, make),
+                        "rllib_per_s": baseline,
+                    }
+                    if counter == "count_min":
+                        sketch = CountMinSketch()
+                        index = sketch.table_indices(
+                            np.where(rng.random((total, k)) < 0.5, 1, -1).astype(np.int8)
+                        ).reshape(-1)
+                        row["floor_per_s"] = total / _time(
+                            lambda _, s=sketch, i=index: np.add.at(s._table, i, 1), args.repeats
+                        )
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    return rows
+
+
+def speed_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of the speed rows."""
+    lines = [
+        "| batch | states | k | counter | ours (connector) states/s | pure hash+count states/s "
+        "| RLlib CountBasedCuriosity states/s | speed-up (connector vs RLlib) | "
+        "Count-Min increments alone states/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        floor = f"{r['floor_per_s']:,.0f}" if "floor_per_s" in r else "—"
+        lines.append(
+            f"| {r['batch']:,} | {r['data']} | {r['k']} | {r['counter']} | "
+            f"{r['ours_per_s']:,.0f} | {r['pure_per_s']:,.0f} | {r['rllib_per_s']:,.0f} | "
+            f"{r['ours_per_s'] / r['rllib_per_s']:.1f}× | {floor} |"
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- overhead
+
+
+def run_overhead(args: argparse.Namespace) -> dict[str, Any]:
+    """Median iteration wall time of PPO with and without the bonus, interleaved."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
+
+    env, config = mountaincar_settings()
+    config = {**config, "num_env_runners": 0, "seed": 0}
+    plain = {k: v for k, v in config.items() if k != "count_exploration"}
+    with_bonus = build_algo(ExplorationPPOConfig, env, config)
+    without = build_algo(PPOConfig, env, plain)
+    times: dict[str, list[float]] = {"bonus": [], "plain": []}
+    try:
+        with_bonus.train(), without.train()  # warm-up (first iteration builds things)
+        for _ in range(args.overhead_iters):
+            for name, algo in (("bonus", with_bonus), ("plain", without)):
+                start = time.perf_counter()
+                algo.train()
+                times[name].append(time.perf_counter() - start)
+    finally:
+        with_bonus.stop()
+        without.stop()
+    bonus, plain_s = statistics.median(times["bonus"]), statistics.median(times["plain"])
+    return {
+        "bonus_s": bonus,
+        "plain_s": plain_s,
+        "overhead": bonus / plain_s - 1.0,
+        "iterations": args.overhead_iters,
+        "batch": config.get("train_batch_size_per_learner"),
+    }
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def render(args: argparse.Namespace, parts: dict[str, Any], command: str) -> str:
+    """The RESULTS.md section."""
+    out = [
+        "## Count-based exploration (`benchmarks/exploration.py`)",
+        "",
+        f"Command: `{command}`  ",
+        f"Date: {now()}  ",
+        f"Machine: {machine_line(machine_info())}. Shared with other jobs while it ran: "
+        "compare only the ratios within this run.",
+    ]
+    if "success" in parts:
+        out += [
+            "",
+            "### Sparse MountainCar: success within a fixed env-step budget",
+            "",
+            success_table(parts["success"], args.budget),
+        ]
+    if "speed" in parts:
+        out += ["", "### Hashing + counting speed", "", speed_table(parts["speed"])]
+    if "overhead" in parts:
+        o = parts["overhead"]
+        out += [
+            "",
+            "### Bonus overhead per PPO iteration",
+            "",
+            f"Median over {o['iterations']} interleaved iterations of "
+            f"{o['batch']} env steps: {o['bonus_s']:.2f} s with the bonus, "
+            f"{o['plain_s']:.2f} s without: {100 * o['overhead']:+.1f}%.",
+        ]
+    return "\n".join(out)
+
+
+def update_results_md(path: Path, section: str) -> None:
+    """Replaces the text between this benchmark's markers (appends them if missing)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    block = f"{SECTION_START}\n{section.rstrip()}\n{SECTION_END}"
+    if SECTION_START in text and SECTION_END in text:
+        head, rest = text.split(SECTION_START, 1)
+        text = head + block + rest.split(SECTION_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + f"\n\n{block}\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--parts",
+        default="success,speed,overhead",
+        help="comma-separated: success, speed, overhead",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per arm (success)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--budget", type=int, default=150_000, help="env steps per run")
+    parser.add_argument("--parallel", type=int, default=2, help="runs at a time (1 CPU each)")
+    parser.add_argument(
+        "--batch-sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[4096, 16384, 65536],
+        help="speed batch sizes",
+    )
+    parser.add_argument(
+        "--bits",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[64, 256],
+        help="SimHash k values (speed)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timing repeats (best kept)")
+    parser.add_argument("--overhead-iters", type=int, default=8, help="iterations per arm")
+    parser.add_argument("--ray-num-cpus", type=int, default=2)
+    parser.add_argument(
+        "--write-results",
+        action="store_true",
+        help=f"write the section into {DEFAULT_RESULTS_MD.name}",
+    )
+    parser.add_argument("--results-md", type=Path, default=DEFAULT_RESULTS_MD)
+    parser.add_argument("--json", type=Path, help="also write everything measured here")
+    parser.add_argument("--trial", help=argparse.SUPPRESS)  # "seed,bonus,budget": one run
+    parser.add_argument(
+        "--merge-json",
+        type=Path,
+        nargs="+",
+        help="render (and write) parts measured by earlier runs' --json",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the selected parts, prints the tables, optionally writes RESULTS.md."""
+    args = build_parser().parse_args(argv)
+    wanted = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = set(wanted) - {"success", "speed", "overhead"}
+    if unknown:
+        raise SystemExit(f"--parts: unknown {sorted(unknown)}; allowed: success, speed, overhead")
+    import ray
+
+    import rllib_privacy  # noqa: F401  (registers the algorithms and envs)
+
+    if args.trial:
+        seed, bonus, budget = (int(x) for x in args.trial.split(","))
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        args.json.write_text(json.dumps(mountaincar_trial(seed, bool(bonus), budget)))
+        return 0
+    parts: dict[str, Any] = {}
+    if args.merge_json:
+        for path in args.merge_json:
+            parts.update(json.loads(path.read_text()))
+        wanted = []
+    else:
+        ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False)
+    if "success" in wanted:
+        parts["success"] = run_success(args)
+    if "speed" in wanted:
+        parts["speed"] = run_speed(args)
+    if "overhead" in wanted:
+        parts["overhead"] = run_overhead(args)
+    command = "python benchmarks/exploration.py " + " ".join(argv or sys.argv[1:])
+    section = render(args, parts, command.strip())
+    print(section)
+    if args.json:
+        args.json.write_text(json.dumps(parts, indent=1, default=str))
+    if args.write_results:
+        update_results_md(args.results_md, section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""Config and result plumbing shared by ExplorationPPO and ExplorationDQN.
+
+Two config keys are added to the stock algorithm's: ``count_exploration`` (a dict, see
+:class:`rllib_privacy.exploration.ExplorationSpec` and the README's keys table) and
+``flatten_observations`` (one-hot/flatten Discrete or nested observations for the
+RLModule with RLlib's FlattenObservations connector, as RLlib's FrozenLake demo does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.connectors.env_to_module import FlattenObservations
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+)
+from typing_extensions import Self
+
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.exploration import ExplorationSpec
+from rllib_privacy.utils import metrics as keys
+
+#: Result keys copied to the top level, first (Tune's table shows the first few).
+HEADLINE_KEYS = ("extrinsic_return_mean", "bonus_mean", "unique_codes")
+OWN_KEYS = ("count_exploration", "flatten_observations")
+
+
+def flatten_observations_connector(env: Any = None, spaces: Any = None, device: Any = None):
+    """env_to_module_connector factory (module-level so that it pickles to EnvRunners)."""
+    return FlattenObservations()
+
+
+class CountExplorationConfigMixin:
+    """Adds ``count_exploration`` and ``flatten_observations`` to an AlgorithmConfig."""
+
+    #: Nested keys checked by ``rllib train -f`` before Ray starts.
+    config_dict_keys = {"count_exploration": ExplorationSpec.keys()}
+
+    count_exploration: dict[str, Any]
+    flatten_observations: bool
+
+    def _init_count_exploration(self) -> None:
+        self.count_exploration = {}
+        self.flatten_observations = False
+
+    def count_based_exploration(
+        self,
+        *,
+        count_exploration: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        flatten_observations: bool = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets the exploration bonus (README "Count-based exploration").
+
+        Args:
+            count_exploration: Settings of hash, counter and bonus, e.g.
+                ``{"hash": "simhash", "num_bits": 32, "beta": 0.01}``; ``{}`` uses the
+                defaults (SimHash k = 32, β = 0.01, exact counts, β/√n).
+            flatten_observations: Flatten/one-hot observations for the RLModule.
+
+        Returns:
+            This updated config.
+
+        """
+        if count_exploration is not NotProvided:
+            self.count_exploration = dict(count_exploration or {})
+        if flatten_observations is not NotProvided:
+            self.flatten_observations = flatten_observations
+        return self
+
+    def get_exploration_spec(self) -> ExplorationSpec:
+        """The validated ``count_exploration`` settings."""
+        return ExplorationSpec.from_dict(self.count_exploration)
+
+    @override(AlgorithmConfig)
+    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
+        """Like RLlib's, but an unknown key is a PrivacyConfigError instead of ignored."""
+        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
+
+        allowed = allowed_config_keys(self)
+        for key in config_dict:
+            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
+                raise PrivacyConfigError(
+                    f"config key {key!r} is not known to {type(self).__name__}"
+                    f"{did_you_mean(key, allowed)}"
+                )
+        if "count_exploration" in config_dict:
+            ExplorationSpec.from_dict(config_dict["count_exploration"])
+        return super().update_from_dict(config_dict)  # type: ignore[misc]
+
+    @classmethod
+    def validate_config_dict(cls, config: dict[str, Any]) -> None:
+        """Checks a YAML variant's exploration keys before Ray starts."""
+        ExplorationSpec.from_dict(config.get("count_exploration"))
+        _check_num_learners(config.get("num_learners", 0))
+        flatten = config.get("flatten_observations", False)
+        if not isinstance(flatten, bool):
+            raise PrivacyConfigError(f"flatten_observations must be true or false, got {flatten!r}")
+
+    def validate_count_exploration(self) -> None:
+        """Raises PrivacyConfigError for a bad exploration setting."""
+        self.get_exploration_spec()
+        _check_num_learners(self.num_learners)  # type: ignore[attr-defined]
+        if self.flatten_observations and self._env_to_module_connector is None:  # type: ignore[attr-defined]
+            self._env_to_module_connector = flatten_observations_connector
+
+
+def _check_num_learners(num_learners: Any) -> None:
+    if isinstance(num_learners, int) and num_learners > 1:
+        raise PrivacyConfigError(
+            f"num_learners must be 0 or 1 with count_exploration, got {num_learners}: the "
+            "visit counts are one table held by the learner (several learners would count "
+            "separately)"
+        )
+
+
+def exploration_results(results: dict[str, Any]) -> dict[str, Any]:
+    """Moves the exploration metrics to ``results["exploration"]`` and the headline keys first.
+
+    The bonus piece logs under ``exploration/`` in its MetricsLogger: the Learner's (PPO,
+    results under ``learners/``) or the Algorithm's (DQN).
+    """
+    learner = results.get(LEARNER_RESULTS, {})
+    section = dict(learner.pop("exploration", {}) if isinstance(learner, dict) else {})
+    section.update(results.get("exploration", {}))
+    env_runners = results.get(ENV_RUNNER_RESULTS, {})
+    if EPISODE_RETURN_MEAN in env_runners:
+        section[keys.EXPLORATION_EXTRINSIC_RETURN_MEAN.split("/")[1]] = env_runners[
+            EPISODE_RETURN_MEAN
+        ]
+    results["exploration"] = section
+    results["timesteps_total"] = results.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+    head = {k: section[k] for k in HEADLINE_KEYS if k in section}
+    return {**head, **{k: v for k, v in results.items() if k not in head}}
+
+
+class CountExplorationAlgorithmMixin:
+    """Puts the exploration metrics in the results (headline keys first)."""
+
+    TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
+
+    @override(Algorithm)
+    def step(self) -> dict[str, Any]:
+        """Runs one iteration and arranges the exploration metrics."""
+        return exploration_results(super().step())  # type: ignore[misc]

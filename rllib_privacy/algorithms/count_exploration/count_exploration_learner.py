@@ -1,0 +1,60 @@
+"""Learner mixin that owns the global count table (PPO and other on-policy algorithms)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.annotations import override
+
+from rllib_privacy.connectors.count_bonus import CountBasedBonus
+
+#: Learner state key of the count table (hash codes, counts, AE weights and pool).
+COMPONENT_COUNT_EXPLORATION = "count_exploration"
+
+
+class CountExplorationLearnerMixin:
+    """Prepends a :class:`CountBasedBonus` piece to the learner connector pipeline.
+
+    The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
+    ``config.count_exploration`` with the module's observation space. There is one
+    Learner (``num_learners`` ≤ 1, checked by the config), so its table is the one global
+    table. RLlib does not checkpoint learner-connector state (DESIGN §5): this mixin adds
+    the table to ``Learner.get_state``/``set_state`` so that it is saved and restored
+    with the learner (and thus the Algorithm).
+    """
+
+    count_bonus: CountBasedBonus | None = None
+
+    @override(Learner)
+    def build(self) -> None:
+        """Builds the learner, then inserts the bonus piece at the front of the pipeline."""
+        super().build()  # type: ignore[misc]
+        spec = getattr(self.config, "count_exploration", None)  # type: ignore[attr-defined]
+        if spec is None or self._learner_connector is None:  # type: ignore[attr-defined]
+            return
+        module = self.module[DEFAULT_MODULE_ID]  # type: ignore[attr-defined]
+        self.count_bonus = CountBasedBonus(module.observation_space, module.action_space, spec=spec)
+        self._learner_connector.prepend(self.count_bonus)  # type: ignore[attr-defined]
+
+    @override(Learner)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """RLlib's learner state plus the count table."""
+        state = super().get_state(  # type: ignore[misc]
+            components, not_components=not_components, **kwargs
+        )
+        if self.count_bonus is not None and self._check_component(  # type: ignore[attr-defined]
+            COMPONENT_COUNT_EXPLORATION, components, not_components
+        ):
+            state[COMPONENT_COUNT_EXPLORATION] = self.count_bonus.get_state()
+        return state
+
+    @override(Learner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's learner state and the count table (counts never reset)."""
+        super().set_state(state)  # type: ignore[misc]
+        if self.count_bonus is not None and COMPONENT_COUNT_EXPLORATION in state:
+            self.count_bonus.set_state(state[COMPONENT_COUNT_EXPLORATION])

@@ -1,0 +1,1 @@
+"""Torch learners of the count-exploration algorithms."""

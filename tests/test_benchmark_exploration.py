@@ -1,0 +1,78 @@
+"""benchmarks/exploration.py without starting Ray: its tables and RESULTS.md update."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "exploration.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("exploration_benchmark", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_script_does_not_import_ray_at_module_level() -> None:
+    top_level = [
+        line for line in _PATH.read_text().splitlines() if line.startswith(("import ", "from "))
+    ]
+    assert not any("ray" in line or "torch" in line for line in top_level), top_level
+
+
+def test_success_table_counts_solved_runs(bench) -> None:
+    runs = [
+        {
+            "seed": 0,
+            "bonus": True,
+            "solved_at": 30000,
+            "first_goal": 10000,
+            "env_steps": 30000,
+            "wall_s": 1.0,
+        },
+        {
+            "seed": 1,
+            "bonus": True,
+            "solved_at": 50000,
+            "first_goal": 20000,
+            "env_steps": 50000,
+            "wall_s": 1.0,
+        },
+        {
+            "seed": 0,
+            "bonus": False,
+            "solved_at": None,
+            "first_goal": None,
+            "env_steps": 80000,
+            "wall_s": 1.0,
+        },
+        {
+            "seed": 1,
+            "bonus": False,
+            "solved_at": None,
+            "first_goal": 7000,
+            "env_steps": 80000,
+            "wall_s": 1.0,
+        },
+    ]
+    table = bench.success_table(runs, 80000)
+    assert "| PPO + SimHash bonus | 2/2 | 40,000 | 2/2 |" in table
+    assert "| PPO (no bonus) | 0/2 | — | 1/2 |" in table
+
+
+def test_results_md_section_is_replaced_not_duplicated(bench, tmp_path: Path) -> None:
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# Benchmark results\n\nother section\n")
+    bench.update_results_md(path, "first")
+    bench.update_results_md(path, "second")
+    text = path.read_text()
+    assert text.count(bench.SECTION_START) == 1 and "second" in text and "first" not in text
+    assert "other section" in text
