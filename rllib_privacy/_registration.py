@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 #: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
-ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C",)
+ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C", "PATEPPO")
 
 _registered = False
 
@@ -16,6 +16,7 @@ def register_all() -> None:
     from ray.tune.registry import register_env, register_trainable
 
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+    from rllib_privacy.algorithms.pate_ppo import PATEPPO
     from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity, register_envs
 
     register_envs()
@@ -23,4 +24,5 @@ def register_all() -> None:
     # whether or not they imported this package themselves.
     register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
     register_trainable("LDPA3C", LDPA3C)
+    register_trainable("PATEPPO", PATEPPO)
     _registered = True
