@@ -65,6 +65,7 @@ class PATELabeler:
         self._track_agreement = track_label_agreement
         self._agreements = 0
         self._requested = 0
+        self._stopped = False
 
     def ping(self) -> int:
         """Return the number of teachers (used to wait until the actor is up)."""
@@ -78,29 +79,37 @@ class PATELabeler:
 
         Returns:
             ``(labels, exhausted)``: int64 labels of shape ``(N,)`` with
-            :data:`UNLABELED` for every state past the budget, and whether the budget is
-            now exhausted (no further query can be answered).
+            :data:`UNLABELED` for every state past the budget, and whether the labeler
+            has stopped answering for good (the first query that did not fit stops it).
 
         """
         observations = np.asarray(observations)
         labels = np.full(len(observations), UNLABELED, dtype=np.int64)
         self._requested += len(observations)
-        if len(observations) and self._ledger.can_afford(num_queries=1):
-            # The data-independent budget does not need the votes to decide; only states
-            # that will be answered are shown to the teachers.
-            if self._ledger.budget_basis == "data_independent":
-                answered = self._ledger.affordable(num_queries=len(observations))
-                votes = self._ensemble.votes(observations[:answered])
-            else:
-                votes = self._ensemble.votes(observations)
-                answered = self._ledger.affordable(votes)
-                votes = votes[:answered]
-            if answered:
-                self._ledger.record(votes)
-                labels[:answered] = noisy_max(votes, gamma=self._ledger.gamma, rng=self._rng)
-                if self._track_agreement:
-                    self._agreements += int(np.sum(labels[:answered] == plurality(votes)))
-        return labels, not self._ledger.can_afford(num_queries=1)
+        if self._stopped or not len(observations):
+            return labels, self._stopped
+        ledger = self._ledger
+        if ledger.budget_basis == "data_independent":
+            # The budget does not need the votes to decide: only states that will be
+            # answered are shown to the teachers.
+            answered = ledger.affordable(num_queries=len(observations))
+            votes = self._ensemble.votes(observations[:answered])
+        else:
+            votes = self._ensemble.votes(observations)
+            answered = ledger.affordable(votes)
+            votes = votes[:answered]
+        if answered:
+            ledger.record(votes)
+            labels[:answered] = noisy_max(votes, gamma=ledger.gamma, rng=self._rng)
+            if self._track_agreement:
+                self._agreements += int(np.sum(labels[:answered] == plurality(votes)))
+        # Stop at the first query that does not fit. (With the data-dependent basis a
+        # later state with a larger vote gap might still fit; answering it would pick
+        # queries by their private votes.)
+        self._stopped = answered < len(observations) or (
+            ledger.budget_basis == "data_independent" and not ledger.can_afford(num_queries=1)
+        )
+        return labels, self._stopped
 
     def metrics(self) -> dict[str, float]:
         """Ledger-derived metrics (``label_agreement`` is a non-private diagnostic)."""
@@ -113,7 +122,7 @@ class PATELabeler:
             "epsilon": ledger.epsilon,
             "epsilon_data_independent": ledger.epsilon_data_independent,
             "delta": ledger.delta,
-            "budget_exhausted": float(not ledger.can_afford(num_queries=1)),
+            "budget_exhausted": float(self._stopped),
             "label_agreement": agreement,
             "num_teachers": len(self._ensemble),
         }
@@ -124,6 +133,7 @@ class PATELabeler:
             "ledger": self._ledger.state_dict(),
             "agreements": self._agreements,
             "requested": self._requested,
+            "stopped": self._stopped,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -131,6 +141,7 @@ class PATELabeler:
         self._ledger.load_state_dict(state["ledger"])
         self._agreements = int(state["agreements"])
         self._requested = int(state["requested"])
+        self._stopped = bool(state["stopped"])
 
 
 def create_labeler_actor(**kwargs: Any) -> Any:
