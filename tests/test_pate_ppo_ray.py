@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import ray
 from ray.rllib.utils.metrics import LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+from test_cli_run import _rllib, _scalar_tags
 from test_pate_ppo_units import save_teacher
 
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
@@ -93,16 +93,6 @@ def test_global_budget_labels_once_masked_loss_and_restore(
         restored.stop()
 
 
-def _rllib(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rllib_privacy.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-
-
 def _one_iteration(path: str, storage: Path, config: dict) -> subprocess.CompletedProcess:
     return _rllib(
         "train",
@@ -123,8 +113,6 @@ def _one_iteration(path: str, storage: Path, config: dict) -> subprocess.Complet
 
 @pytest.mark.ray
 def test_shipped_pate_yamls_run_one_iteration(teachers: list[str], tmp_path: Path) -> None:
-    from test_cli_run import _scalar_tags
-
     tiny = {**TINY_PPO, "train_batch_size_per_learner": 100, "num_env_runners": 0}
     result = _one_iteration(
         "tuned_configs/pate_teachers_cartpole.yaml",

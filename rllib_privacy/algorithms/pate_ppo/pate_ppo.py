@@ -139,15 +139,9 @@ class PATEPPOConfig(PPOConfig):
     @override(AlgorithmConfig)
     def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
         """Like RLlib's, but a key this config does not know is an error, not ignored."""
-        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
+        from rllib_privacy.experiments import reject_unknown_config_keys
 
-        allowed = allowed_config_keys(self)
-        for key in config_dict:
-            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
-                raise PrivacyConfigError(
-                    f"config key {key!r} is not known to {type(self).__name__}"
-                    f"{did_you_mean(key, allowed)}; see the README's PATEPPO key reference"
-                )
+        reject_unknown_config_keys(self, config_dict, "the README's PATEPPO key reference")
         return super().update_from_dict(config_dict)
 
     @override(AlgorithmConfig)
