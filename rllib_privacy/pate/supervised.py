@@ -176,6 +176,7 @@ def run_supervised_pate(
     max_order: int = 8,
     seed: int = 0,
     make_model: ModelFactory = _default_model,
+    teachers: list[Any] | None = None,
 ) -> SupervisedPATEResult:
     """Teachers on disjoint private partitions → noisy-max labels → student; accuracy and ε.
 
@@ -191,6 +192,8 @@ def run_supervised_pate(
         max_order: Largest moment order of the accountant.
         seed: Seed of partitioning, query order and noise.
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
+        teachers: Already trained teachers (from :func:`train_teachers` with the same
+            ``num_teachers``) to reuse across settings; None trains them here.
 
     Returns:
         A :class:`SupervisedPATEResult`.
@@ -203,10 +206,13 @@ def run_supervised_pate(
         raise ValueError(f"selection must be one of {list(QUERY_SELECTIONS)}, got {selection!r}")
     rng = np.random.default_rng(seed)
     num_classes = int(max(data["y_private"].max(), data["y_test"].max())) + 1
-    teachers = train_teachers(
-        data["x_private"], data["y_private"], num_teachers=num_teachers, rng=rng,
-        make_model=make_model,
-    )  # fmt: skip
+    if teachers is None:
+        teachers = train_teachers(
+            data["x_private"], data["y_private"], num_teachers=num_teachers, rng=rng,
+            make_model=make_model,
+        )  # fmt: skip
+    elif len(teachers) != num_teachers:
+        raise ValueError(f"teachers has {len(teachers)} models, num_teachers is {num_teachers}")
     ledger = PATELedger(
         gamma=gamma,
         delta=delta,
