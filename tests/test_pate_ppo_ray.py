@@ -93,6 +93,27 @@ def test_global_budget_labels_once_masked_loss_and_restore(
         restored.stop()
 
 
+@pytest.mark.ray
+def test_labeler_actor_rejects_a_teacher_for_another_env(
+    ray_session: object, teachers: list[str], tmp_path: Path
+) -> None:
+    import gymnasium as gym
+
+    from rllib_privacy.accounting import PATELedger
+    from rllib_privacy.errors import PrivacyConfigError
+    from rllib_privacy.pate.labeler import create_labeler_actor
+
+    odd = save_teacher(tmp_path / "odd", 0, action_space=gym.spaces.Discrete(3))
+    env = gym.make("rllib_privacy/CartPoleGravity-v0")
+    with pytest.raises(PrivacyConfigError, match=r"has action space Discrete\(3\), but the student"):
+        create_labeler_actor(
+            teacher_dirs=[teachers[0], str(odd)],
+            observation_space=env.observation_space,
+            action_space=env.action_space,
+            ledger=PATELedger(gamma=0.1, delta=1e-5),
+        )
+
+
 def _one_iteration(path: str, storage: Path, config: dict) -> subprocess.CompletedProcess:
     return _rllib(
         "train",

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy.accounting import PATELedger
+from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import noisy_max, plurality
 from rllib_privacy.pate.teachers import TeacherEnsemble
 
@@ -57,9 +58,15 @@ class PATELabeler:
         seed: int | None = None,
         track_label_agreement: bool = True,
     ) -> None:
-        self._ensemble = TeacherEnsemble(
-            teacher_dirs, observation_space=observation_space, action_space=action_space
-        )
+        # Ray reports an exception raised in an actor's __init__ only as text: keep a
+        # configuration error and raise it from ping(), where it keeps its type.
+        self._init_error: PrivacyConfigError | None = None
+        try:
+            self._ensemble = TeacherEnsemble(
+                teacher_dirs, observation_space=observation_space, action_space=action_space
+            )
+        except PrivacyConfigError as e:
+            self._init_error = e
         self._ledger = ledger
         self._rng = np.random.default_rng(seed)
         self._track_agreement = track_label_agreement
@@ -68,7 +75,15 @@ class PATELabeler:
         self._stopped = False
 
     def ping(self) -> int:
-        """Return the number of teachers (used to wait until the actor is up)."""
+        """Return the number of teachers (used to wait until the actor is up).
+
+        Raises:
+            PrivacyConfigError: If the teachers could not be loaded (e.g. their spaces
+                differ from the student's).
+
+        """
+        if self._init_error is not None:
+            raise self._init_error
         return len(self._ensemble)
 
     def label(self, observations: Any) -> tuple[np.ndarray, bool]:
@@ -145,8 +160,29 @@ class PATELabeler:
 
 
 def create_labeler_actor(**kwargs: Any) -> Any:
-    """Start a :class:`PATELabeler` as a Ray actor (no CPU reserved: it mostly waits)."""
+    """Start a :class:`PATELabeler` as a Ray actor and wait until its teachers are loaded.
+
+    No CPU is reserved for it: it mostly waits for EnvRunners' requests.
+
+    Args:
+        **kwargs: :class:`PATELabeler`'s arguments.
+
+    Returns:
+        The actor handle.
+
+    Raises:
+        PrivacyConfigError: As raised by the teachers' checks (e.g. a space mismatch),
+            unwrapped from Ray's error types so that the user sees the message itself.
+
+    """
     import ray
 
-    actor_cls = ray.remote(num_cpus=0, max_restarts=0)(PATELabeler)
-    return actor_cls.remote(**kwargs)
+    actor = ray.remote(num_cpus=0, max_restarts=0)(PATELabeler).remote(**kwargs)
+    try:
+        ray.get(actor.ping.remote())
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, PrivacyConfigError):
+            ray.kill(actor)
+            raise PrivacyConfigError(str(e.cause)) from None
+        raise
+    return actor

@@ -272,8 +272,6 @@ class PATEPPO(PPO):
     @override(PPO)
     def setup(self, config: PATEPPOConfig) -> None:
         """Builds PPO, then starts the one labeler actor and hands it to every EnvRunner."""
-        import ray
-
         from rllib_privacy.pate.labeler import create_labeler_actor
         from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
 
@@ -290,14 +288,6 @@ class PATEPPO(PPO):
             seed=config.seed,
             track_label_agreement=config.pate_log_label_agreement,
         )
-        try:
-            ray.get(self._labeler.ping.remote())
-        except ray.exceptions.RayError as e:
-            # Show the teacher problem (e.g. a space mismatch) as it was raised.
-            cause = _root_cause(e)
-            if isinstance(cause, PrivacyConfigError):
-                raise PrivacyConfigError(str(cause)) from None
-            raise
         self._share_labeler()
 
     def _share_labeler(self) -> None:
@@ -377,14 +367,3 @@ class PATEPPO(PPO):
         if labeler is not None:
             ray.kill(labeler)
         super().cleanup()
-
-
-def _root_cause(error: BaseException) -> BaseException | None:
-    """The exception an actor raised, found through Ray's wrappers."""
-    seen = error
-    for _ in range(5):
-        cause = getattr(seen, "cause", None) or seen.__cause__
-        if cause is None:
-            return seen
-        seen = cause
-    return seen
