@@ -541,29 +541,6 @@ def _list_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _package_envs(include_all: bool) -> list[str]:
-    import gymnasium as gym
-    from ray.tune.registry import ENV_CREATOR, _global_registry
-
-    names = [
-        name
-        for name in exps.registered_envs()
-        if include_all or _is_ours(_global_registry.get(ENV_CREATOR, name))
-    ]
-    names += [
-        env_id
-        for env_id, spec in gym.registry.items()
-        if str(getattr(spec.entry_point, "__module__", spec.entry_point)).startswith(
-            "rllib_privacy"
-        )
-    ]
-    return sorted(set(names))
-
-
-def _is_ours(obj: Any) -> bool:
-    return str(getattr(obj, "__module__", "")).startswith("rllib_privacy")
-
-
 def _pate_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--votes",
@@ -629,15 +606,38 @@ def _pate_epsilon_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _package_envs(include_all: bool) -> list[str]:
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    names = [
+        name
+        for name in exps.registered_envs()
+        if include_all or _is_ours(_global_registry.get(ENV_CREATOR, name))
+    ]
+    names += [
+        env_id
+        for env_id, spec in gym.registry.items()
+        if str(getattr(spec.entry_point, "__module__", spec.entry_point)).startswith(
+            "rllib_privacy"
+        )
+    ]
+    return sorted(set(names))
+
+
+def _is_ours(obj: Any) -> bool:
+    return str(getattr(obj, "__module__", "")).startswith("rllib_privacy")
+
+
 #: The subcommands of ``rllib-privacy``; add a Tool here to add one.
 TOOLS: tuple[Tool, ...] = (
-    Tool("list", "list this package's registered algorithms and envs", _list_arguments, _list_run),
     Tool(
         "pate-epsilon",
         "PATE's data-dependent and data-independent epsilon of noisy-max queries",
         _pate_epsilon_arguments,
         _pate_epsilon_run,
     ),
+    Tool("list", "list this package's registered algorithms and envs", _list_arguments, _list_run),
 )
 
 

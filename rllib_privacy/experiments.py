@@ -557,28 +557,6 @@ def allowed_config_keys(config: Any) -> frozenset[str]:
     return frozenset(keys)
 
 
-def reject_unknown_config_keys(config: Any, config_dict: Mapping[str, Any], reference: str) -> None:
-    """Raise PrivacyConfigError for a key of ``config_dict`` that ``config`` does not know.
-
-    ``AlgorithmConfig.update_from_dict`` (how YAML ``config:`` reaches a config) silently
-    sets any attribute; a typo such as ``epsilonn`` would then run a job with the default.
-    Tune's own magic keys (``__trial_info__``, ...) pass through.
-
-    Args:
-        config: The AlgorithmConfig about to be updated.
-        config_dict: The keys and values to be applied.
-        reference: Where the keys are documented, e.g. ``"the README's LDPA3C key reference"``.
-
-    """
-    allowed = allowed_config_keys(config)
-    for key in config_dict:
-        if key not in allowed and not (key.startswith("__") and key.endswith("__")):
-            raise PrivacyConfigError(
-                f"config key {key!r} is not known to {type(config).__name__}"
-                f"{did_you_mean(key, allowed)}; see {reference}"
-            )
-
-
 def register_class_path_envs(experiments: Sequence[Experiment]) -> None:
     """Register every ``module.Class`` env of ``experiments`` with ``tune.register_env``.
 

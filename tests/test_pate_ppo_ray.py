@@ -105,7 +105,9 @@ def test_labeler_actor_rejects_a_teacher_for_another_env(
 
     odd = save_teacher(tmp_path / "odd", 0, action_space=gym.spaces.Discrete(3))
     env = gym.make("rllib_privacy/CartPoleGravity-v0")
-    with pytest.raises(PrivacyConfigError, match=r"has action space Discrete\(3\), but the student"):
+    with pytest.raises(
+        PrivacyConfigError, match=r"has action space Discrete\(3\), but the student"
+    ):
         create_labeler_actor(
             teacher_dirs=[teachers[0], str(odd)],
             observation_space=env.observation_space,

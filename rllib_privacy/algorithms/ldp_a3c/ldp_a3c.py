@@ -170,9 +170,16 @@ class LDPA3CConfig(AlgorithmConfig):
         silently sets any attribute; a typo such as ``epsilonn`` would then run a job
         with the default ε.
         """
-        from rllib_privacy.experiments import reject_unknown_config_keys
+        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
 
-        reject_unknown_config_keys(self, config_dict, "the README's LDPA3C key reference")
+        allowed = allowed_config_keys(self)
+        for key in config_dict:
+            # Tune's own magic keys (__trial_info__, __stdout_file__, ...) pass through.
+            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
+                raise PrivacyConfigError(
+                    f"config key {key!r} is not known to {type(self).__name__}"
+                    f"{did_you_mean(key, allowed)}; see the README's LDPA3C key reference"
+                )
         return super().update_from_dict(config_dict)
 
     @property

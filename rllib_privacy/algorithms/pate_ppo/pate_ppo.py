@@ -44,6 +44,7 @@ from rllib_privacy.callbacks.pate_labeling import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Result keys copied to the top level, in this order (Tune's table shows the first ones).
 HEADLINE_KEYS = (
@@ -70,7 +71,7 @@ PATE_DEFAULTS: dict[str, Any] = {
 }
 
 
-class PATEPPOConfig(PPOConfig):
+class PATEPPOConfig(StrictConfigMixin, PPOConfig):
     """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
 
     Example::
@@ -83,6 +84,9 @@ class PATEPPOConfig(PPOConfig):
         )
         algo = config.build_algo()
     """
+
+    #: README section listing the keys (named when a key is unknown).
+    key_reference = "PATEPPO"
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or PATEPPO)
@@ -131,18 +135,8 @@ class PATEPPOConfig(PPOConfig):
 
         """
         super().training(**kwargs)
-        for name, value in list(locals().items()):
-            if name in PATE_DEFAULTS and value is not NotProvided:
-                setattr(self, name, value)
+        self.set_provided(locals())
         return self
-
-    @override(AlgorithmConfig)
-    def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
-        """Like RLlib's, but a key this config does not know is an error, not ignored."""
-        from rllib_privacy.experiments import reject_unknown_config_keys
-
-        reject_unknown_config_keys(self, config_dict, "the README's PATEPPO key reference")
-        return super().update_from_dict(config_dict)
 
     @override(AlgorithmConfig)
     def get_default_learner_class(self) -> type[Learner]:
