@@ -16,6 +16,7 @@ from rllib_privacy.accounting import (
     advanced_composition_epsilon,
     data_dependent_log_moments,
     data_independent_log_moments,
+    gnmax_epsilon,
     pate_epsilon,
     theorem3_max_q,
 )
@@ -190,3 +191,20 @@ def test_ledger_rejects_bad_settings_and_states() -> None:
         ledger.load_state_dict({**good, "histograms": [[-1, 2]], "counts": [1]})
     with pytest.raises(ValueError, match="votes_or_count"):
         pate_epsilon(-1, gamma=0.1, delta=1e-5)
+
+
+@pytest.mark.parametrize(("sigma", "queries"), [(40.0, 100), (10.0, 1000), (100.0, 5000)])
+def test_gnmax_epsilon_matches_dp_accountings_gaussian_rdp(sigma: float, queries: int) -> None:
+    """GNMax (L2 sensitivity √2, noise σ) is the Gaussian mechanism with noise multiplier σ/√2."""
+    ours = gnmax_epsilon(queries, sigma=sigma, delta=DELTA, max_order=32)
+    orders = list(range(2, 34))
+    accountant = rdp.RdpAccountant(orders=orders)
+    accountant.compose(dp_accounting.GaussianDpEvent(sigma / math.sqrt(2)), queries)
+    theirs, their_order = accountant.get_epsilon_and_optimal_order(DELTA)
+    # Same RDP curve; dp-accounting's conversion is tighter by a known term per order.
+    lam = ours.order + 1.0
+    expected_gap = math.log((lam - 1) / lam) - math.log(lam) / (lam - 1)
+    theirs_at_our_order, _ = compute_epsilon([lam], [queries * lam / sigma**2], DELTA)
+    assert theirs_at_our_order == pytest.approx(ours.epsilon + expected_gap, rel=1e-9)
+    assert theirs <= ours.epsilon
+    assert gnmax_epsilon(queries, sigma=2 * sigma, delta=DELTA).epsilon < ours.epsilon

@@ -43,6 +43,7 @@ __all__ = [
     "data_dependent_log_moments",
     "data_independent_log_moments",
     "epsilon_from_log_moments",
+    "gnmax_epsilon",
     "lemma4_q",
     "pate_epsilon",
     "theorem3_max_q",
@@ -317,6 +318,44 @@ def pate_epsilon(
         delta=float(delta),
         num_queries=count,
         data_dependent=used_votes,
+        log_moments=tuple(float(m) for m in moments),
+    )
+
+
+def gnmax_epsilon(
+    num_queries: int, *, sigma: float, delta: float, max_order: int = 8
+) -> PATEEpsilon:
+    """Data-independent ε of ``num_queries`` GNMax answers (:func:`gaussian_noisy_max`).
+
+    One changed teacher vote moves the histogram by √2 in L2 norm, so each answer is
+    ``(λ, λ/σ²)``-RDP (Gaussian mechanism); as log-moments of order ``l = λ − 1``:
+    ``α(l) = l·(l+1)/σ²`` per query. Composed and converted like :func:`pate_epsilon`.
+    The data-dependent GNMax analysis (Papernot et al. 2018) is not implemented.
+
+    Args:
+        num_queries: Number of answered queries, an int >= 0.
+        sigma: Standard deviation σ of the Gaussian noise, a finite number > 0.
+        delta: δ in (0, 1).
+        max_order: Largest moment order, an int >= 1.
+
+    Returns:
+        A :class:`PATEEpsilon` (``data_dependent`` False).
+
+    Raises:
+        ValueError: If an argument is invalid.
+
+    """
+    num_queries = check_int_in_range("num_queries", num_queries, low=0)
+    sigma = check_finite_positive("sigma", sigma)
+    orders = _orders(max_order)
+    moments = num_queries * orders * (orders + 1.0) / sigma**2
+    epsilon, order = epsilon_from_log_moments(moments, delta=delta)
+    return PATEEpsilon(
+        epsilon=epsilon,
+        order=order,
+        delta=float(delta),
+        num_queries=num_queries,
+        data_dependent=False,
         log_moments=tuple(float(m) for m in moments),
     )
 

@@ -109,7 +109,8 @@ def gaussian_noisy_max(
 
     Papernot et al. 2018, §4.1. One changed teacher vote moves the histogram by at most
     √2 in L2 norm; GNMax is ``(λ, λ/σ²)``-RDP for every order λ > 1 (data-independent
-    bound of that paper, Prop. 8). Its data-dependent analysis is not implemented here.
+    bound of that paper, Prop. 8); :func:`rllib_privacy.accounting.gnmax_epsilon` composes
+    it. Its data-dependent analysis is not implemented here.
 
     Args:
         votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
