@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import shlex
 import sys
@@ -277,17 +278,26 @@ def run_rl(args: argparse.Namespace) -> str:
     from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    work = Path(tempfile.mkdtemp(prefix="pate_bench_"))
-    teacher_dirs, teacher_returns = [], []
-    for i, gravities in enumerate(TEACHER_GRAVITIES):
-        algo = _ppo(PPOConfig(), seed=100 + i, gravities=gravities).build_algo()
-        curve = _train(algo, args.rl_teacher_steps)
-        teacher_returns.append(curve[-1][1])
-        path = work / f"teacher_{i}"
-        algo.save_to_path(str(path))
-        algo.stop()
-        teacher_dirs.append(str(path))
-        print(f"  teacher {i} gravities {gravities}: return {curve[-1][1]:.1f}", flush=True)
+    if args.rl_teacher_dir is not None:
+        # Teachers of an earlier run of this script (teacher_<i>/ and returns.json).
+        work = args.rl_teacher_dir
+        teacher_dirs = [str(work / f"teacher_{i}") for i in range(len(TEACHER_GRAVITIES))]
+        teacher_returns = json.loads((work / "returns.json").read_text())
+        print(f"  reusing teachers in {work}", flush=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix="pate_bench_"))
+        teacher_dirs, teacher_returns = [], []
+        for i, gravities in enumerate(TEACHER_GRAVITIES):
+            algo = _ppo(PPOConfig(), seed=100 + i, gravities=gravities).build_algo()
+            curve = _train(algo, args.rl_teacher_steps)
+            teacher_returns.append(curve[-1][1])
+            path = work / f"teacher_{i}"
+            algo.save_to_path(str(path))
+            algo.stop()
+            teacher_dirs.append(str(path))
+            print(f"  teacher {i} gravities {gravities}: return {curve[-1][1]:.1f}", flush=True)
+        (work / "returns.json").write_text(json.dumps(teacher_returns))
+        print(f"  teachers saved in {work} (reuse: --rl-teacher-dir {work})", flush=True)
 
     variants: list[tuple[str, dict[str, Any] | None]] = [("PPO, no teachers (baseline)", None)]
     for gamma, budget, cap in args.rl_variants:
@@ -409,6 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--digits-queries", type=_ints, default=[50, 100, 200])
     parser.add_argument("--rl-teacher-steps", type=int, default=40000)
     parser.add_argument("--rl-student-steps", type=int, default=20000)
+    parser.add_argument(
+        "--rl-teacher-dir",
+        type=Path,
+        help="reuse the teachers an earlier run saved there (it prints the folder)",
+    )
     parser.add_argument(
         "--rl-variants",
         type=_variants,
