@@ -64,6 +64,8 @@ def test_resolves_module_dirs_checkpoints_and_experiment_folders(
         (experiment / "trial_b/checkpoint_000002" / MODULE_SUBPATH).resolve(),
     ]
     checkpoint = experiment / "trial_a/checkpoint_000001"
+    # Algorithm checkpoints pickle the Algorithm class at their root, like RLModules do.
+    (checkpoint / "class_and_ctor_args.pkl").write_bytes(b"")
     assert resolve_teacher_checkpoints([str(checkpoint), str(teachers[0])]) == [
         found[0],
         teachers[0].resolve(),

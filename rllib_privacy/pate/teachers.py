@@ -40,7 +40,9 @@ _TRAIN_HINT = (
 
 
 def _is_module_dir(path: Path) -> bool:
-    return (path / _MODULE_MARKER).is_file()
+    # An Algorithm checkpoint also has class_and_ctor_args.pkl at its root (for the
+    # Algorithm class): only a folder with the module's own weights is an RLModule.
+    return (path / _MODULE_MARKER).is_file() and any(path.glob("module_state*"))
 
 
 def _checkpoint_number(path: Path) -> int:
@@ -88,10 +90,10 @@ def resolve_teacher_checkpoints(
             raise PrivacyConfigError(
                 f"config key 'teacher_checkpoints': {str(raw)!r} does not exist; {_TRAIN_HINT}"
             )
-        if _is_module_dir(path):
-            modules.append(path)
-        elif _is_module_dir(path / MODULE_SUBPATH):
+        if _is_module_dir(path / MODULE_SUBPATH):
             modules.append(path / MODULE_SUBPATH)
+        elif _is_module_dir(path):
+            modules.append(path)
         else:
             found = _modules_below(path)
             if not found:
