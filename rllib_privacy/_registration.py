@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 #: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
-ALGORITHM_NAMES: tuple[str, ...] = ("LDPA3C", "KickstartPPO", "ExplorationPPO", "ExplorationDQN")
+ALGORITHM_NAMES: tuple[str, ...] = (
+    "LDPA3C",
+    "KickstartPPO",
+    "PATEPPO",
+    "ExplorationPPO",
+    "ExplorationDQN",
+)
 
 _registered = False
 
@@ -17,6 +23,7 @@ def register_all() -> None:
 
     from rllib_privacy.algorithms.kickstart_ppo import KickstartPPO
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+    from rllib_privacy.algorithms.pate_ppo import PATEPPO
     from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity, register_envs
 
     register_envs()
@@ -29,6 +36,7 @@ def register_all() -> None:
     register_trainable("LDPA3C", LDPA3C)
     register_trainable("KickstartPPO", KickstartPPO)
     _register_count_exploration()
+    register_trainable("PATEPPO", PATEPPO)
     _registered = True
 
 

@@ -1,5 +1,7 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
+Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`).
+
 Every ledger has ``state_dict()``/``load_state_dict()`` so that checkpoints continue the
 spent budget instead of resetting it.
 """
@@ -13,6 +15,18 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_privacy,
 )
 from rllib_privacy.accounting.ldp_ledger import LDPLedger, per_submission_epsilon
+from rllib_privacy.accounting.pate import (
+    PATEEpsilon,
+    PATELedger,
+    advanced_composition_epsilon,
+    data_dependent_log_moments,
+    data_independent_log_moments,
+    epsilon_from_log_moments,
+    gnmax_epsilon,
+    lemma4_q,
+    pate_epsilon,
+    theorem3_max_q,
+)
 from rllib_privacy.accounting.pdp import (
     instance_privacy_losses,
     instance_privacy_losses_on_grid,
@@ -29,16 +43,26 @@ __all__ = [
     "COMPOSITIONS",
     "DirichletPrivacy",
     "LDPLedger",
+    "PATEEpsilon",
+    "PATELedger",
     "TeacherLedger",
+    "advanced_composition_epsilon",
     "compose_advanced",
     "compose_basic",
+    "data_dependent_log_moments",
+    "data_independent_log_moments",
     "dirichlet_delta",
     "dirichlet_delta_estimate",
     "dirichlet_delta_union_bound",
     "dirichlet_epsilon",
     "dirichlet_privacy",
+    "epsilon_from_log_moments",
+    "gnmax_epsilon",
     "instance_privacy_losses",
     "instance_privacy_losses_on_grid",
+    "lemma4_q",
+    "pate_epsilon",
     "per_submission_epsilon",
+    "theorem3_max_q",
     "uniform_laplace_loss_bound",
 ]

@@ -7,12 +7,20 @@ from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_POLICY,
     KickstartTeacherConnector,
 )
+from rllib_privacy.connectors.pate_labels import (
+    PATE_LABEL_MASK,
+    PATE_LABELS,
+    AddPATELabelsToBatch,
+)
 
 __all__ = [
+    "AddPATELabelsToBatch",
+    "CountBasedBonus",
+    "KickstartTeacherConnector",
+    "PATE_LABELS",
+    "PATE_LABEL_MASK",
     "TEACHER_K",
     "TEACHER_MASK",
     "TEACHER_POLICY",
-    "CountBasedBonus",
-    "KickstartTeacherConnector",
     "observation_info",
 ]

@@ -9,6 +9,7 @@ Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma
 the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
 Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
 Laplace release and its exact output PMF / KL divergence on shared bins.
+PATE's noisy-max vote aggregation (LNMax, GNMax).
 """
 
 from rllib_privacy.mechanisms.dirichlet import (
@@ -30,6 +31,12 @@ from rllib_privacy.mechanisms.instance_laplace import (
 )
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound, restricted_lipschitz
+from rllib_privacy.mechanisms.noisy_max import (
+    gaussian_noisy_max,
+    noisy_max,
+    plurality,
+    validate_votes,
+)
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
     prs_projection_matrix,
@@ -39,22 +46,25 @@ from rllib_privacy.mechanisms.projected_random_sign import (
 )
 
 __all__ = [
-    "MECHANISM_NAMES",
     "GradientMechanism",
+    "MECHANISM_NAMES",
     "bin_edges",
-    "histogram_pmf",
-    "instance_laplace",
-    "kl_divergence",
-    "laplace_bin_masses",
-    "privatized_pmf",
     "clip_l1",
     "concentration_radius",
     "dirichlet_mechanism",
+    "gaussian_noisy_max",
+    "histogram_pmf",
+    "instance_laplace",
     "kickstart_threshold",
+    "kl_divergence",
+    "laplace_bin_masses",
     "laplace_gradient",
     "laplace_noise_scale",
     "lipschitz_upper_bound",
+    "noisy_max",
     "norm_concentration_radius",
+    "plurality",
+    "privatized_pmf",
     "projected_random_sign",
     "prs_projection_matrix",
     "prs_reduced_dim",
@@ -63,4 +73,5 @@ __all__ = [
     "restrict_policy",
     "restricted_lipschitz",
     "sample_dirichlet",
+    "validate_votes",
 ]

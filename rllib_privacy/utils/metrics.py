@@ -15,6 +15,15 @@ PRIVACY_EPSILON_SPENT = "privacy/epsilon_spent"
 PRIVACY_DELTA_SPENT = "privacy/delta_spent"
 PRIVACY_RELEASES = "privacy/releases"
 
+# pate/...
+PATE_QUERIES = "pate/queries"
+PATE_EPSILON = "pate/epsilon"
+PATE_EPSILON_DATA_INDEPENDENT = "pate/epsilon_data_independent"
+#: NON-PRIVATE diagnostic: share of answered queries whose noisy label is the plurality.
+PATE_LABEL_AGREEMENT = "pate/label_agreement"
+PATE_BUDGET_EXHAUSTED = "pate/budget_exhausted"
+PATE_NUM_TEACHERS = "pate/num_teachers"
+
 # ldp/...
 LDP_SUBMISSIONS = "ldp/submissions"
 LDP_SCORE_MEAN = "ldp/score_mean"

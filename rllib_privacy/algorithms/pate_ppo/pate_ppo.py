@@ -1,0 +1,363 @@
+"""PATE-PPO: a PPO student that also learns from a private teacher ensemble's noisy labels.
+
+Papernot et al. 2017 (PATE) carried to RL (DESIGN.md §4.5): n teacher policies trained on
+disjoint private data label states the student visited with noisy-argmax actions; the
+student minimizes its PPO loss plus ``pate_label_loss_coeff`` × cross-entropy to those
+labels; querying stops at the budget.
+
+Where things live:
+
+* the teachers, the noise and the ONE ledger: a single Ray actor
+  (:class:`~rllib_privacy.pate.labeler.PATELabeler`) started by the Algorithm;
+* choosing states and asking: :class:`~rllib_privacy.callbacks.PATELabelingCallback`
+  on every EnvRunner, once per collected sample;
+* labels into the batch and the loss: :class:`~rllib_privacy.connectors.AddPATELabelsToBatch`
+  and :class:`~rllib_privacy.learners.PATELabelLossMixin` (``PATEPPOTorchLearner``);
+* checkpoints: ``PATEPPO.get_state/set_state`` carry the labeler's ledger, so a restored
+  run continues the spent budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+)
+from typing_extensions import Self
+
+from rllib_privacy.accounting import PATELedger
+from rllib_privacy.accounting.pate import BUDGET_BASES
+from rllib_privacy.callbacks.pate_labeling import (
+    LABELER_ATTR,
+    QUERY_SELECTIONS,
+    PATELabelingCallback,
+)
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.strict_config import StrictConfigMixin
+
+#: Result keys copied to the top level, in this order (Tune's table shows the first ones).
+HEADLINE_KEYS = (
+    "episode_return_mean",
+    "pate_epsilon",
+    "pate_epsilon_data_independent",
+    "pate_queries",
+)
+
+#: PATE keys of PATEPPOConfig and their defaults (see README "PATEPPO keys").
+PATE_DEFAULTS: dict[str, Any] = {
+    "teacher_checkpoints": None,
+    "pate_num_teachers": None,
+    "pate_gamma": 0.05,
+    "pate_delta": 1e-5,
+    "pate_epsilon_budget": 10.0,
+    "pate_max_queries": None,
+    "pate_budget_basis": "data_independent",
+    "pate_max_order": 8,
+    "pate_query_selection": "least_confident",
+    "pate_queries_per_sample": 100,
+    "pate_label_loss_coeff": 1.0,
+    "pate_log_label_agreement": True,
+}
+
+
+class PATEPPOConfig(StrictConfigMixin, PPOConfig):
+    """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
+
+    Example::
+
+        config = (
+            PATEPPOConfig()
+            .environment("rllib_privacy/CartPoleGravity-v0")
+            .training(teacher_checkpoints="~/ray_results/pate-teachers-cartpole",
+                      pate_gamma=0.5, pate_epsilon_budget=20.0)
+        )
+        algo = config.build_algo()
+    """
+
+    #: README section listing the keys (named when a key is unknown).
+    key_reference = "PATEPPO"
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        super().__init__(algo_class=algo_class or PATEPPO)
+        for name, value in PATE_DEFAULTS.items():
+            setattr(self, name, value)
+        self.callbacks_class = PATELabelingCallback
+
+    @override(PPOConfig)
+    def training(
+        self,
+        *,
+        teacher_checkpoints: str | list[str] | None = NotProvided,
+        pate_num_teachers: int | None = NotProvided,
+        pate_gamma: float = NotProvided,
+        pate_delta: float = NotProvided,
+        pate_epsilon_budget: float = NotProvided,
+        pate_max_queries: int | None = NotProvided,
+        pate_budget_basis: str = NotProvided,
+        pate_max_order: int = NotProvided,
+        pate_query_selection: str = NotProvided,
+        pate_queries_per_sample: int | None = NotProvided,
+        pate_label_loss_coeff: float = NotProvided,
+        pate_log_label_agreement: bool = NotProvided,
+        **kwargs: Any,
+    ) -> Self:
+        """Sets PPO's and PATE's training settings (see README "PATEPPO keys").
+
+        Args:
+            teacher_checkpoints: Teacher RLModule dirs, Algorithm checkpoints, or an
+                experiment folder of teacher trials (a path or a list of paths).
+            pate_num_teachers: Use only the first n teachers found (None: all).
+            pate_gamma: γ, inverse Laplace noise scale of noisy max (each query 2γ-DP).
+            pate_delta: δ of the reported (ε, δ).
+            pate_epsilon_budget: Stop answering before ε exceeds this (``inf``: no limit).
+            pate_max_queries: Stop after this many answered queries (None: no cap).
+            pate_budget_basis: ``data_independent`` or ``data_dependent`` ε for the budget.
+            pate_max_order: Largest moment order of the accountant.
+            pate_query_selection: ``all``, ``random`` or ``least_confident``.
+            pate_queries_per_sample: Most states sent per EnvRunner sample (None: all).
+            pate_label_loss_coeff: Weight of the cross-entropy to the labels.
+            pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
+            **kwargs: Forwarded to ``PPOConfig.training``.
+
+        Returns:
+            This updated config.
+
+        """
+        super().training(**kwargs)
+        self.set_provided(locals())
+        return self
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        """PPO's torch learner with the PATE label loss."""
+        from rllib_privacy.algorithms.pate_ppo.torch.pate_ppo_torch_learner import (
+            PATEPPOTorchLearner,
+        )
+
+        return PATEPPOTorchLearner
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        """Checks PPO's and PATE's settings; every message names the key."""
+        super().validate()
+        self.validate_pate_settings()
+
+    def validate_pate_settings(self) -> None:
+        """Raises PrivacyConfigError for a bad PATE setting (no Ray, no file access).
+
+        Whether ``teacher_checkpoints`` exist is checked when the algorithm starts, so
+        that an experiment file can be validated before its teachers are trained.
+        """
+        spec = self.teacher_checkpoints
+        if spec is None:
+            raise PrivacyConfigError(
+                "config key 'teacher_checkpoints' is required: a teacher experiment folder, "
+                "checkpoint or RLModule directory, or a list of them"
+            )
+        paths = [spec] if isinstance(spec, str) else spec
+        if (
+            not isinstance(paths, list | tuple)
+            or not paths
+            or not all(isinstance(p, str) and p for p in paths)
+        ):
+            raise PrivacyConfigError(
+                "config key 'teacher_checkpoints' must be a path or a non-empty list of "
+                f"paths, got {spec!r}"
+            )
+        if self.pate_num_teachers is not None:
+            _check_int("pate_num_teachers", self.pate_num_teachers, low=2)
+        _check_choice("pate_budget_basis", self.pate_budget_basis, BUDGET_BASES)
+        _check_choice("pate_query_selection", self.pate_query_selection, QUERY_SELECTIONS)
+        if self.pate_queries_per_sample is not None:
+            _check_int("pate_queries_per_sample", self.pate_queries_per_sample, low=1)
+        if self.pate_max_queries is not None:
+            _check_int("pate_max_queries", self.pate_max_queries, low=0)
+        _check_int("pate_max_order", self.pate_max_order, low=1)
+        _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
+        if not isinstance(self.pate_log_label_agreement, bool):
+            raise PrivacyConfigError(
+                "config key 'pate_log_label_agreement' must be true or false, "
+                f"got {self.pate_log_label_agreement!r}"
+            )
+        callbacks = self.callbacks_class
+        callbacks = callbacks if isinstance(callbacks, list | tuple) else [callbacks]
+        if not any(isinstance(c, type) and issubclass(c, PATELabelingCallback) for c in callbacks):
+            raise PrivacyConfigError(
+                "config key 'callbacks_class' must include PATELabelingCallback for PATEPPO "
+                "(e.g. a list [PATELabelingCallback, YourCallback])"
+            )
+        _check_number("pate_gamma", _as_float(self.pate_gamma), low=0.0, closed=False)
+        delta = _as_float(self.pate_delta)
+        _check_number("pate_delta", delta, low=0.0, closed=False)
+        if delta >= 1.0:
+            raise PrivacyConfigError(f"config key 'pate_delta' must be < 1, got {delta!r}")
+        budget = _as_float(self.pate_epsilon_budget)
+        if budget is not None and not (isinstance(budget, float) and math.isinf(budget)):
+            _check_number("pate_epsilon_budget", budget, low=0.0, closed=False)
+        self.build_pate_ledger()  # Everything it checks was checked above.
+
+    def build_pate_ledger(self) -> PATELedger:
+        """A fresh, empty ledger with this config's γ, δ and budget."""
+        budget = self.pate_epsilon_budget
+        return PATELedger(
+            gamma=_as_float(self.pate_gamma),
+            delta=_as_float(self.pate_delta),
+            max_order=self.pate_max_order,
+            epsilon_budget=math.inf if budget is None else _as_float(budget),
+            max_queries=self.pate_max_queries,
+            budget_basis=self.pate_budget_basis,
+        )
+
+
+def _as_float(value: Any) -> Any:
+    # YAML writes 1e-5 as a string unless it has a dot ("1.0e-5"): accept both.
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PrivacyConfigError(
+            f"config key '{name}' must be one of {list(allowed)}, got {value!r}"
+        )
+
+
+def _check_int(name: str, value: Any, *, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise PrivacyConfigError(f"config key '{name}' must be an integer >= {low}, got {value!r}")
+
+
+def _check_number(name: str, value: Any, *, low: float, closed: bool) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < low or (value == low and not closed):
+        bound = f"{'>=' if closed else '>'} {low}"
+        raise PrivacyConfigError(
+            f"config key '{name}' must be a finite number {bound}, got {value!r}"
+        )
+
+
+class PATEPPO(PPO):
+    """PPO whose student also learns from PATE noisy-max labels (see module docstring)."""
+
+    #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
+    TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
+
+    @classmethod
+    @override(PPO)
+    def get_default_config(cls) -> PATEPPOConfig:
+        """Returns a PATEPPOConfig with PPO's and the PATE defaults."""
+        return PATEPPOConfig()
+
+    @override(PPO)
+    def setup(self, config: PATEPPOConfig) -> None:
+        """Builds PPO, then starts the one labeler actor and hands it to every EnvRunner."""
+        from rllib_privacy.pate.labeler import create_labeler_actor
+        from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
+
+        super().setup(config)
+        teacher_dirs = resolve_teacher_checkpoints(
+            config.teacher_checkpoints, num_teachers=config.pate_num_teachers
+        )
+        observation_space, action_space = self.env_runner_group.get_spaces()[DEFAULT_MODULE_ID]
+        self._labeler = create_labeler_actor(
+            teacher_dirs=[str(p) for p in teacher_dirs],
+            observation_space=observation_space,
+            action_space=action_space,
+            ledger=config.build_pate_ledger(),
+            seed=config.seed,
+            track_label_agreement=config.pate_log_label_agreement,
+        )
+        self._share_labeler()
+
+    def _share_labeler(self) -> None:
+        """Gives every EnvRunner (also restarted ones) the handle of the labeler actor."""
+        handle = self._labeler
+        self.env_runner_group.foreach_env_runner(
+            lambda env_runner: setattr(env_runner, LABELER_ATTR, handle),
+            local_env_runner=True,
+        )
+
+    @override(PPO)
+    def training_step(self) -> None:
+        """PPO's step (the callback labels the samples), then the ledger's metrics."""
+        import ray
+
+        self._share_labeler()
+        super().training_step()
+        pate = ray.get(self._labeler.metrics.remote())
+        basis_epsilon = (
+            pate["epsilon_data_independent"]
+            if self.config.pate_budget_basis == "data_independent"
+            else pate["epsilon"]
+        )
+        values = {
+            "pate_epsilon": pate["epsilon"],
+            "pate_epsilon_data_independent": pate["epsilon_data_independent"],
+            "pate_queries": pate["queries"],
+            keys.PATE_QUERIES: pate["queries"],
+            keys.PATE_EPSILON: pate["epsilon"],
+            keys.PATE_EPSILON_DATA_INDEPENDENT: pate["epsilon_data_independent"],
+            keys.PATE_LABEL_AGREEMENT: pate["label_agreement"],
+            keys.PATE_BUDGET_EXHAUSTED: pate["budget_exhausted"],
+            keys.PATE_NUM_TEACHERS: pate["num_teachers"],
+            keys.PRIVACY_EPSILON_SPENT: basis_epsilon,
+            keys.PRIVACY_DELTA_SPENT: pate["delta"],
+            keys.PRIVACY_RELEASES: pate["queries"],
+        }
+        for key, value in values.items():
+            self.metrics.log_value(tuple(key.split("/")), value, window=1)
+
+    @override(Algorithm)
+    def step(self) -> dict[str, Any]:
+        """Runs one iteration; puts headline keys first and env steps as x-axis."""
+        results = super().step()
+        env_runners = results.get(ENV_RUNNER_RESULTS, {})
+        results["episode_return_mean"] = env_runners.get(EPISODE_RETURN_MEAN, math.nan)
+        results["timesteps_total"] = results.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
+        return {**head, **{k: v for k, v in results.items() if k not in head}}
+
+    @override(Algorithm)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Adds the labeler's ledger (the spent budget) to RLlib's state."""
+        import ray
+
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state["pate_labeler"] = ray.get(self._labeler.state_dict.remote())
+        return state
+
+    @override(Algorithm)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's state and the ledger (the spent budget never resets)."""
+        import ray
+
+        super().set_state(state)
+        if "pate_labeler" in state:
+            ray.get(self._labeler.load_state_dict.remote(state["pate_labeler"]))
+
+    @override(Algorithm)
+    def cleanup(self) -> None:
+        """Stops the labeler actor with the algorithm."""
+        import ray
+
+        labeler = getattr(self, "_labeler", None)
+        if labeler is not None:
+            ray.kill(labeler)
+        super().cleanup()

@@ -1,0 +1,132 @@
+"""Noisy-argmax aggregation of teacher votes (PATE's LNMax, and the Gaussian GNMax).
+
+References:
+    N. Papernot, M. Abadi, Ú. Erlingsson, I. Goodfellow, K. Talwar, "Semi-supervised
+    Knowledge Transfer for Deep Learning from Private Training Data", ICLR 2017, §2 eq. (1)
+    (LNMax). N. Papernot, S. Song, I. Mironov, A. Raghunathan, K. Talwar, Ú. Erlingsson,
+    "Scalable Private Learning with PATE", ICLR 2018, §4.1 (GNMax). See DESIGN.md §4.5.
+
+Adjacency: two teacher-training datasets differ in one record, so one teacher may change
+its vote: the vote histogram ``n(x)`` changes by at most 1 in at most two classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rllib_privacy.mechanisms._validation import (
+    as_float64_array,
+    check_finite_positive,
+    check_generator,
+)
+
+__all__ = ["gaussian_noisy_max", "noisy_max", "plurality", "validate_votes"]
+
+
+def validate_votes(votes: Any, *, name: str = "votes") -> np.ndarray:
+    """Return vote histograms as a validated float64 array of shape ``(m,)`` or ``(batch, m)``.
+
+    Args:
+        votes: Vote counts per class: numpy array, torch tensor or nested list; 1-D (one
+            query) or 2-D (one query per row). Counts must be finite and >= 0 (integral
+            counts are the norm, but fractional ones are accepted).
+        name: Argument name used in error messages.
+
+    Returns:
+        A float64 copy of ``votes``.
+
+    Raises:
+        ValueError: If ``votes`` is empty, not 1-D or 2-D, has fewer than two classes, or
+            has a NaN, infinite or negative entry.
+
+    """
+    array = as_float64_array(name, votes)
+    if array.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be 1-D (classes) or 2-D (queries x classes), got shape {array.shape}"
+        )
+    if array.shape[-1] < 2:
+        raise ValueError(f"{name} must have at least 2 classes, got shape {array.shape}")
+    if array.ndim == 2 and array.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one row, got shape {array.shape}")
+    if np.any(array < 0):
+        raise ValueError(f"{name} must be vote counts >= 0, got a negative entry")
+    return array
+
+
+def plurality(votes: Any) -> np.ndarray:
+    """Return the noiseless plurality label(s) ``argmax_j n_j`` (ties: the lowest index).
+
+    This is NOT private: use it only for non-released diagnostics (e.g. label agreement).
+
+    Args:
+        votes: Vote histograms, 1-D or 2-D (see :func:`validate_votes`).
+
+    Returns:
+        An int64 array of shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
+
+    """
+    return np.asarray(np.argmax(validate_votes(votes), axis=-1), dtype=np.int64)
+
+
+def noisy_max(votes: Any, *, gamma: float, rng: np.random.Generator | None = None) -> np.ndarray:
+    """PATE's Laplacian noisy max (LNMax): ``argmax_j (n_j + Lap(1/γ))``, batched over rows.
+
+    Formula (Papernot et al. 2017, eq. 1): each class count gets independent Laplace noise
+    of scale ``1/γ``; the released label is the argmax of the noisy counts.
+
+    Privacy: changing one teacher's vote moves at most two counts by 1, so the noisy
+    argmax is ``(2γ, 0)``-DP per query (report-noisy-max argument, Dwork & Roth 2014).
+    Use :mod:`rllib_privacy.accounting.pate` to compose many queries.
+
+    Args:
+        votes: Vote histograms: shape ``(m,)`` for one query or ``(batch, m)`` for one query
+            per row; finite counts >= 0, at least two classes.
+        gamma: Inverse noise scale γ, a finite number > 0 (larger γ = less noise, more ε).
+        rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
+
+    Returns:
+        int64 labels, shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
+
+    Raises:
+        ValueError: For bad votes (see :func:`validate_votes`), a ``gamma`` that is not a
+            finite number > 0, or an ``rng`` that is not a Generator or None.
+
+    """
+    gamma = check_finite_positive("gamma", gamma)
+    array = validate_votes(votes)
+    rng = check_generator(rng)
+    noisy = array + rng.laplace(loc=0.0, scale=1.0 / gamma, size=array.shape)
+    return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)
+
+
+def gaussian_noisy_max(
+    votes: Any, *, sigma: float, rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """Gaussian noisy max (GNMax): ``argmax_j (n_j + N(0, σ²))``, batched over rows.
+
+    Papernot et al. 2018, §4.1. One changed teacher vote moves the histogram by at most
+    √2 in L2 norm; GNMax is ``(λ, λ/σ²)``-RDP for every order λ > 1 (data-independent
+    bound of that paper, Prop. 8); :func:`rllib_privacy.accounting.gnmax_epsilon` composes
+    it. Its data-dependent analysis is not implemented here.
+
+    Args:
+        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
+        sigma: Standard deviation σ of the Gaussian noise, a finite number > 0.
+        rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
+
+    Returns:
+        int64 labels, shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
+
+    Raises:
+        ValueError: For bad votes, a ``sigma`` that is not a finite number > 0, or a bad
+            ``rng``.
+
+    """
+    sigma = check_finite_positive("sigma", sigma)
+    array = validate_votes(votes)
+    rng = check_generator(rng)
+    noisy = array + rng.normal(loc=0.0, scale=sigma, size=array.shape)
+    return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)

@@ -1,0 +1,21 @@
+"""PATE beyond the pure layer: the supervised pipeline and the RL teacher ensemble.
+
+``supervised`` is Ray-free (numpy, scikit-learn). The RL pieces (teacher ensemble service,
+labeling callback) import Ray and live in their own modules.
+"""
+
+from rllib_privacy.pate.supervised import (
+    QUERY_SELECTIONS,
+    SupervisedPATEResult,
+    load_digits_split,
+    run_digits_pate,
+    run_supervised_pate,
+)
+
+__all__ = [
+    "QUERY_SELECTIONS",
+    "SupervisedPATEResult",
+    "load_digits_split",
+    "run_digits_pate",
+    "run_supervised_pate",
+]

@@ -1,0 +1,45 @@
+"""benchmarks/pate.py without Ray: tables, option parsing and the RESULTS.md markers."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "pate.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("pate_benchmark", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_table_formats_floats_and_missing_values(bench) -> None:
+    text = bench.table(["a", "b"], [[1, 0.12345], ["x", math.nan]])
+    assert text.splitlines() == ["| a | b |", "|---|---|", "| 1 | 0.123 |", "| x | n/a |"]
+
+
+def test_variants_option(bench) -> None:
+    assert bench._variants("1.0:inf:2000;0.2:20:50") == [(1.0, math.inf, 2000), (0.2, 20.0, 50)]
+    args = bench.build_parser().parse_args(["--parts", "digits", "--digits-queries", "5,7"])
+    assert args.digits_queries == [5, 7] and args.parts == "digits"
+    assert bench.main(["--parts", "nope"]) == 2
+
+
+def test_results_md_parts_are_replaced_in_place(bench, tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep\n<!-- other:end -->\n")
+    bench.update_results_md(results, {"digits": "first", "rl": "rl one"})
+    bench.update_results_md(results, {"digits": "second"})
+    text = results.read_text()
+    assert "keep" in text and "second" in text and "first" not in text and "rl one" in text
+    assert text.count("<!-- pate:start -->") == 1 and text.count("<!-- pate:digits:start -->") == 1
+    assert text.index("<!-- pate:digits:end -->") < text.index("<!-- pate:rl:start -->")
