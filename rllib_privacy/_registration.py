@@ -30,6 +30,9 @@ def register_all() -> None:
     # Also a Tune env: EnvRunner processes then get the creator from Ray's registry,
     # whether or not they imported this package themselves.
     register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
+    from rllib_privacy.envs import ACROBOT_MASS_ENV_ID, make_acrobot_mass
+
+    register_env(ACROBOT_MASS_ENV_ID, make_acrobot_mass)
     from rllib_privacy.envs import INSTANCE_LAPLACE_ENV_ID, make_instance_laplace
 
     register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)

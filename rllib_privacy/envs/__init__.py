@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rllib_privacy.envs.acrobot_mass import AcrobotMassEnv
 from rllib_privacy.envs.atari_ram import ram_env_id, register_ale_ram_envs
 from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityEnv
 from rllib_privacy.envs.instance_laplace import (
@@ -28,11 +29,15 @@ ENV_CONFIG_HOOKS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] =
     INSTANCE_LAPLACE_ENV_ID: (validate_env_config, absolute_data_path),
 }
 
+#: gymnasium id of Acrobot-v1 with private per-environment link masses (PATE's harder task).
+ACROBOT_MASS_ENV_ID = "rllib_privacy/AcrobotMass-v0"
+
 #: gymnasium id of MountainCar-v0 with reward 1 at the goal and 0 elsewhere.
 SPARSE_MOUNTAIN_CAR_ENV_ID = "rllib_privacy/SparseMountainCar-v0"
 
 ENV_IDS: tuple[str, ...] = (
     CARTPOLE_GRAVITY_ENV_ID,
+    ACROBOT_MASS_ENV_ID,
     INSTANCE_LAPLACE_ENV_ID,
     SPARSE_MOUNTAIN_CAR_ENV_ID,
 )
@@ -42,6 +47,12 @@ def make_cartpole_gravity(env_config: dict | None = None) -> gym.Env:
     """Env creator for Tune/RLlib: ``gym.make`` with the ``env_config`` keys as kwargs."""
     register_envs()
     return gym.make(CARTPOLE_GRAVITY_ENV_ID, **dict(env_config or {}))
+
+
+def make_acrobot_mass(env_config: dict | None = None) -> gym.Env:
+    """Env creator for Tune/RLlib: ``gym.make`` with the ``env_config`` keys as kwargs."""
+    register_envs()
+    return gym.make(ACROBOT_MASS_ENV_ID, **dict(env_config or {}))
 
 
 def make_instance_laplace(env_config: dict | None = None) -> gym.Env:
@@ -57,6 +68,13 @@ def register_envs() -> None:
             entry_point="rllib_privacy.envs.cartpole_gravity:CartPoleGravityEnv",
             max_episode_steps=200,
             reward_threshold=195.0,
+        )
+    if ACROBOT_MASS_ENV_ID not in gym.registry:
+        gym.register(
+            id=ACROBOT_MASS_ENV_ID,
+            entry_point="rllib_privacy.envs.acrobot_mass:AcrobotMassEnv",
+            max_episode_steps=500,
+            reward_threshold=-100.0,
         )
     if INSTANCE_LAPLACE_ENV_ID not in gym.registry:
         gym.register(
@@ -74,6 +92,9 @@ def register_envs() -> None:
 
 
 __all__ = [
+    "ACROBOT_MASS_ENV_ID",
+    "AcrobotMassEnv",
+    "make_acrobot_mass",
     "CARTPOLE_GRAVITY_ENV_ID",
     "ENV_CONFIG_HOOKS",
     "ENV_IDS",

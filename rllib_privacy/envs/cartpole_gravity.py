@@ -68,17 +68,27 @@ class CartPoleGravityEnv(CartPoleEnv):
 
 def validate_gravity_choices(gravity_choices: Sequence[float]) -> tuple[float, ...]:
     """Returns ``gravity_choices`` as a tuple of floats or raises a clear error."""
-    if isinstance(gravity_choices, (int, float)):
-        gravity_choices = [gravity_choices]
+    return validate_positive_choices("gravity_choices", gravity_choices)
+
+
+def validate_positive_choices(key: str, choices: Any) -> tuple[float, ...]:
+    """Returns ``choices`` (a number or a list of numbers) as a tuple of positive floats.
+
+    Raises:
+        PrivacyConfigError: Not a non-empty list of finite numbers > 0; names ``key``.
+
+    """
+    if isinstance(choices, int | float):
+        choices = [choices]
     try:
-        values = tuple(float(g) for g in gravity_choices)
+        values = tuple(float(g) for g in choices)
     except (TypeError, ValueError) as exc:
         raise PrivacyConfigError(
-            f"env_config key 'gravity_choices' must be a list of numbers, got {gravity_choices!r}"
+            f"env_config key {key!r} must be a list of numbers, got {choices!r}"
         ) from exc
     if not values or any(not math.isfinite(g) or g <= 0 for g in values):
         raise PrivacyConfigError(
-            "env_config key 'gravity_choices' must be a non-empty list of finite numbers > 0, "
-            f"got {list(gravity_choices)!r}"
+            f"env_config key {key!r} must be a non-empty list of finite numbers > 0, "
+            f"got {list(choices)!r}"
         )
     return values
