@@ -52,6 +52,27 @@ def test_simhash_codes_equal_sign_of_fixed_projection() -> None:
     np.testing.assert_array_equal(codes, expected)
 
 
+def test_simhash_float32_projection_keeps_float64_signs_next_to_hyperplanes() -> None:
+    # States a hair off the hyperplanes of A_0 (distance ~1e-9 of the norm, far below
+    # float32 round-off): the float32 projection alone would get many of these signs
+    # wrong; the recomputed entries must give exactly the float64 codes.
+    hasher = SimHash(128, 256, seed=3)
+    rng = np.random.default_rng(5)
+    states = rng.uniform(-1.0, 1.0, size=(2000, 128))
+    a0 = hasher.projection[0]
+    states[:1000] -= np.outer(states[:1000] @ a0 / (a0 @ a0), a0) * (1.0 - 1e-9)
+    expected = np.where(states @ hasher.projection.T >= 0, 1, -1)
+    float32_only = np.where(
+        states.astype(np.float32) @ hasher.projection.astype(np.float32).T >= 0, 1, -1
+    )
+    assert np.any(float32_only[:1000, 0] != expected[:1000, 0])  # the test has teeth
+    np.testing.assert_array_equal(hasher.codes(states), expected)
+    np.testing.assert_array_equal(
+        hasher.codes(states.astype(np.float32)),
+        hasher.codes(states.astype(np.float32).astype(np.float64)),
+    )
+
+
 def test_simhash_maps_exact_zero_to_plus_one_and_uses_preprocessor() -> None:
     hasher = SimHash(3, 8, seed=0)
     np.testing.assert_array_equal(hasher.codes(np.zeros((2, 3))), np.ones((2, 8)))
