@@ -102,11 +102,15 @@ def mountaincar_trial(seed: int, bonus: bool, budget: int) -> dict[str, Any]:
                 break
     finally:
         algo.stop()
+    return _run_record(
+        curve, start, seed=seed, bonus=bonus, solved_at=solved_at, first_goal=first_goal
+    )
+
+
+def _run_record(curve: list[tuple[int, float]], start: float, **fields: Any) -> dict[str, Any]:
+    """A run's JSON record: ``fields``, env steps run, wall seconds and the curve."""
     return {
-        "seed": seed,
-        "bonus": bonus,
-        "solved_at": solved_at,
-        "first_goal": first_goal,
+        **fields,
         "env_steps": curve[-1][0],
         "wall_s": time.perf_counter() - start,
         "curve": curve,
@@ -183,6 +187,111 @@ def success_table(results: list[dict[str, Any]], budget: int) -> str:
             f"{r['solved_at'] if r['solved_at'] is not None else '—'} | "
             f"{r['first_goal'] if r['first_goal'] is not None else '—'} | "
             f"{r['env_steps']:,} | {r['wall_s']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- frozenlake
+
+FROZENLAKE_YAML = REPO_ROOT / "tuned_configs" / "simhash_ppo_frozenlake.yaml"
+FROZENLAKE_RETURN = 0.99
+
+
+def frozenlake_algo(arm: str, seed: int) -> Any:
+    """PPO on the FrozenLake 8x8 YAML's settings, with our bonus or RLlib's example piece.
+
+    ``arm`` ``"simhash"`` is tuned_configs/simhash_ppo_frozenlake.yaml as shipped;
+    ``"rllib"`` is stock PPO with the same settings (those of RLlib's
+    examples/curiosity/count_based_curiosity.py: 8x8 map, 5 envs per runner, 10 epochs,
+    vf_loss_coeff 0.01, shared value layers, one-hot observations) and RLlib's
+    ``CountBasedCuriosity`` learner connector (β/n, β = 1) instead of ours.
+    """
+    import yaml
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+    from ray.rllib.examples.connectors.classes.count_based_curiosity import CountBasedCuriosity
+
+    from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
+
+    spec = next(iter(yaml.safe_load(FROZENLAKE_YAML.read_text()).values()))
+    # One process per arm, learner and sampling in it: both arms sample the same way.
+    config = {**spec["config"], "seed": seed, "num_env_runners": 0}
+    if arm == "simhash":
+        return build_algo(ExplorationPPOConfig, spec["env"], config)
+    config.pop("count_exploration")
+    config.pop("flatten_observations")
+    model_config = config.pop("model_config", {})
+    return (
+        PPOConfig()
+        .environment(spec["env"])
+        .update_from_dict(config)
+        .env_runners(
+            env_to_module_connector=lambda env, spaces=None, device=None: FlattenObservations()
+        )
+        .training(learner_connector=lambda *a, **k: CountBasedCuriosity())
+        .rl_module(model_config=model_config)
+        .build_algo()
+    )
+
+
+def frozenlake_trial(arm: str, seed: int, budget: int, wall_cap: float) -> dict[str, Any]:
+    """One FrozenLake run until return ≥ 0.99, ``budget`` env steps or ``wall_cap`` s."""
+    algo = frozenlake_algo(arm, seed)
+    curve, reached_at, best = [], None, float("-inf")
+    start = time.perf_counter()
+    try:
+        while True:
+            result = algo.train()
+            steps = int(result["num_env_steps_sampled_lifetime"])
+            mean = float(result["env_runners"].get("episode_return_mean", float("nan")))
+            if not np.isnan(mean):
+                best = max(best, mean)
+            curve.append((steps, mean))
+            if mean >= FROZENLAKE_RETURN:
+                reached_at = steps
+            if reached_at is not None or steps >= budget:
+                break
+            if time.perf_counter() - start >= wall_cap:
+                break
+    finally:
+        algo.stop()
+    return _run_record(curve, start, arm=arm, seed=seed, reached_at=reached_at, best_return=best)
+
+
+def run_frozenlake(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Both arms at once, each in its own process with its own one-CPU Ray instance."""
+    import subprocess
+    import tempfile
+
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        running = []
+        for arm in ("simhash", "rllib"):
+            out = Path(tmp) / f"frozenlake_{arm}.json"
+            spec = f"{arm},{args.seed},{args.frozenlake_budget},{args.frozenlake_wall_cap}"
+            cmd = [sys.executable, __file__, "--frozenlake-trial", spec, "--json", str(out)]
+            running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
+        while running:
+            running = _reap(running, results)
+    return sorted(results, key=lambda r: r["arm"] != "simhash")
+
+
+def frozenlake_table(results: list[dict[str, Any]]) -> str:
+    """Markdown table: env steps to return ≥ 0.99 (or the best return at the cap) per arm."""
+    names = {
+        "simhash": "PPO + SimHash bonus (simhash_ppo_frozenlake.yaml)",
+        "rllib": "PPO + RLlib CountBasedCuriosity (RLlib's example)",
+    }
+    lines = [
+        f"| arm | seed | env steps to return ≥ {FROZENLAKE_RETURN} | best return | "
+        "env steps run | wall s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        reached = f"{r['reached_at']:,}" if r["reached_at"] is not None else "not reached"
+        lines.append(
+            f"| {names.get(r['arm'], r['arm'])} | {r['seed']} | {reached} | "
+            f"{r['best_return']:.3f} | {r['env_steps']:,} | {r['wall_s']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -352,6 +461,13 @@ def render(args: argparse.Namespace, parts: dict[str, Any], command: str) -> str
         ]
     if "speed" in parts:
         out += ["", "### Hashing + counting speed", "", speed_table(parts["speed"])]
+    if "frozenlake" in parts:
+        out += [
+            "",
+            "### FrozenLake 8x8: env steps to return 0.99 against RLlib's example",
+            "",
+            frozenlake_table(parts["frozenlake"]),
+        ]
     if "overhead" in parts:
         o = parts["overhead"]
         out += [
@@ -386,7 +502,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--parts",
         default="success,speed,overhead",
-        help="comma-separated: success, speed, overhead",
+        help="comma-separated: success, speed, overhead, frozenlake",
+    )
+    parser.add_argument(
+        "--frozenlake-budget", type=int, default=400_000, help="env-step cap (frozenlake)"
+    )
+    parser.add_argument(
+        "--frozenlake-wall-cap", type=float, default=3600.0, help="seconds per run (frozenlake)"
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds per arm (success)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
@@ -415,6 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results-md", type=Path, default=DEFAULT_RESULTS_MD)
     parser.add_argument("--json", type=Path, help="also write everything measured here")
     parser.add_argument("--trial", help=argparse.SUPPRESS)  # "seed,bonus,budget": one run
+    # "arm,seed,budget,wall_cap": one FrozenLake run
+    parser.add_argument("--frozenlake-trial", help=argparse.SUPPRESS)
     parser.add_argument(
         "--merge-json",
         type=Path,
@@ -428,9 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the selected parts, prints the tables, optionally writes RESULTS.md."""
     args = build_parser().parse_args(argv)
     wanted = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = set(wanted) - {"success", "speed", "overhead"}
+    allowed = ("success", "speed", "overhead", "frozenlake")
+    unknown = set(wanted) - set(allowed)
     if unknown:
-        raise SystemExit(f"--parts: unknown {sorted(unknown)}; allowed: success, speed, overhead")
+        raise SystemExit(f"--parts: unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
     import ray
 
     import rllib_privacy  # noqa: F401  (registers the algorithms and envs)
@@ -439,6 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         seed, bonus, budget = (int(x) for x in args.trial.split(","))
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
         args.json.write_text(json.dumps(mountaincar_trial(seed, bool(bonus), budget)))
+        return 0
+    if args.frozenlake_trial:
+        arm, seed, budget, wall_cap = args.frozenlake_trial.split(",")
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        result = frozenlake_trial(arm, int(seed), int(budget), float(wall_cap))
+        args.json.write_text(json.dumps(result))
         return 0
     parts: dict[str, Any] = {}
     if args.merge_json:
@@ -453,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
         parts["speed"] = run_speed(args)
     if "overhead" in wanted:
         parts["overhead"] = run_overhead(args)
+    if "frozenlake" in wanted:
+        parts["frozenlake"] = run_frozenlake(args)
     command = "python benchmarks/exploration.py " + " ".join(argv or sys.argv[1:])
     section = render(args, parts, command.strip())
     print(section)

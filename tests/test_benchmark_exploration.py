@@ -76,3 +76,25 @@ def test_results_md_section_is_replaced_not_duplicated(bench, tmp_path: Path) ->
     text = path.read_text()
     assert text.count(bench.SECTION_START) == 1 and "second" in text and "first" not in text
     assert "other section" in text
+
+
+def test_frozenlake_table_reports_steps_or_best_return_at_the_cap(bench) -> None:
+    runs = [
+        {"arm": "simhash", "seed": 0, "reached_at": 52000, "best_return": 1.0},
+        {"arm": "rllib", "seed": 0, "reached_at": None, "best_return": 0.4},
+    ]
+    for run, steps in zip(runs, (52000, 120000), strict=True):
+        run.update(env_steps=steps, wall_s=10.0)
+    table = bench.frozenlake_table(runs)
+    assert "| PPO + SimHash bonus (simhash_ppo_frozenlake.yaml) | 0 | 52,000 | 1.000 |" in table
+    assert "| PPO + RLlib CountBasedCuriosity (RLlib's example) | 0 | not reached | 0.400 |" in (
+        table
+    )
+    assert "120,000" in table
+    section = bench.render(bench.build_parser().parse_args([]), {"frozenlake": runs}, "python x.py")
+    assert "### FrozenLake 8x8" in section and table in section
+
+
+def test_unknown_part_is_rejected_before_ray_starts(bench) -> None:
+    with pytest.raises(SystemExit, match="frozenlake"):
+        bench.main(["--parts", "speed,bogus"])
