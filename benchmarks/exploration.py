@@ -228,7 +228,7 @@ def frozenlake_algo(arm: str, seed: int) -> Any:
         .env_runners(
             env_to_module_connector=lambda env, spaces=None, device=None: FlattenObservations()
         )
-        .training(learner_connector=lambda *a, **k: CountBasedCuriosity())
+        .learners(learner_connector=lambda *a, **k: CountBasedCuriosity())
         .rl_module(model_config=model_config)
         .build_algo()
     )
