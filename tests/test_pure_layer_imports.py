@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PURE_PACKAGES = ("mechanisms", "accounting", "exploration")
+PURE_PACKAGES = ("mechanisms", "accounting", "exploration", "audit")
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "torch"}
 ALLOWED_OWN = (
     "rllib_privacy.errors",
     "rllib_privacy.mechanisms",
     "rllib_privacy.accounting",
     "rllib_privacy.exploration",
+    "rllib_privacy.audit",
 )
 
 
@@ -62,6 +63,7 @@ import numpy as np
 import rllib_privacy.mechanisms as m
 import rllib_privacy.accounting as a
 import rllib_privacy.exploration as x
+import rllib_privacy.audit as audit
 assert x.ExactCounter().increment_and_count(x.SimHash(2, 8, seed=0).codes(np.ones((3, 2))))[0] == 3
 rng = np.random.default_rng(0)
 mechanism = m.GradientMechanism("prs", 5.0, 1.0)
@@ -70,6 +72,10 @@ m.laplace_gradient(np.ones(8), epsilon=1.0, clip=0.01, rng=rng)
 ledger = a.LDPLedger(1.0)
 ledger.record("agent-0", 1.0, mechanism.name)
 assert out.shape == (8,) and ledger.max_epsilon_spent == 1.0
+verdict = audit.audit_mechanism(
+    lambda v, g: v + g.laplace(), 0.0, 1.0, epsilon=1.0, num_samples=100, rng=rng
+)
+assert verdict.num_samples == 100 and verdict.supported_epsilon >= 0.0
 assert sys.modules["ray"] is None
 assert not [name for name in sys.modules if name.startswith("ray.")]
 print("ok")
