@@ -264,6 +264,29 @@ def test_torch_releases_are_accepted() -> None:
     assert result.passed and result.num_samples == 1_000
 
 
+def test_mechanism_with_its_own_entropy_source_is_audited() -> None:
+    # A secure-mode mechanism may ignore the rng and draw from OS entropy: the audit is then
+    # not reproducible, so it runs at confidence 1 - 1e-6 to keep a false failure that rare.
+    def batch(bit: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        own = np.random.default_rng()  # OS entropy, independent of the auditor's rng
+        return np.where(own.random(n) < 0.75, bit, 1 - bit)
+
+    confidence = 1.0 - ALPHA
+    result = audit_mechanism(
+        None,
+        0,
+        1,
+        epsilon=LN3,
+        num_samples=20_000,
+        rng=np.random.default_rng(0),
+        batch_mechanism=batch,
+        confidence=confidence,
+    )
+    gap, sigma = expected_gap(0.75, 0.25, result.num_estimation, confidence)
+    assert result.passed
+    assert result.supported_epsilon > LN3 - gap - NOISE_SIGMAS * sigma
+
+
 def test_infinite_claim_always_passes() -> None:
     result = audit_mechanism(
         None,

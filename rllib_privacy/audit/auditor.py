@@ -260,7 +260,9 @@ class _Candidates:
     highs: np.ndarray | None = None
     value_sets: tuple[tuple[Any, ...], ...] = ()
 
-    def estimation_counts(self, index: int, values_a: np.ndarray, values_b: np.ndarray) -> tuple:
+    def estimation_counts(
+        self, index: int, values_a: np.ndarray, values_b: np.ndarray
+    ) -> tuple[int, int]:
         if self.kind == "continuous":
             low, high = self.lows[index], self.highs[index]
             return (
@@ -372,7 +374,9 @@ def audit_mechanism(
 
     Args:
         mechanism: ``mechanism(x, rng) -> release`` (scalar, array or torch tensor; int for
-            labels); one call is one release. Used when ``batch_mechanism`` is None.
+            labels); one call is one release. Used when ``batch_mechanism`` is None (it may
+            be None otherwise). A mechanism may ignore ``rng`` and draw from its own source
+            (e.g. OS entropy in a secure mode); the audit stays valid, only not reproducible.
         input_a: The first input, passed to the mechanism unchanged.
         input_b: An input adjacent to ``input_a``.
         epsilon: The claimed ε, a number >= 0 (``math.inf`` allowed; it always passes).
