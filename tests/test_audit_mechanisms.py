@@ -33,6 +33,7 @@ from rllib_privacy.accounting import (
 from rllib_privacy.audit import AuditResult, audit_mechanism
 from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, action_multiplier
 from rllib_privacy.mechanisms import (
+    GradientMechanism,
     dirichlet_mechanism,
     gaussian_noisy_max,
     instance_laplace,
@@ -62,7 +63,7 @@ def tiled(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def audit_gradient_mechanism(
-    mechanism: object, grad_a: np.ndarray, *, claimed: float, num_samples: int, seed: int
+    mechanism: object, grad_a: object, *, claimed: float, num_samples: int, seed: int
 ) -> AuditResult:
     """Per-call audit of a gradient mechanism on ``grad_a`` vs ``-grad_a``."""
     return audit_mechanism(
@@ -142,6 +143,24 @@ def test_projected_random_sign_passes_with_power(epsilon: float, num_samples: in
     # ε = 1: floor 0.55 (p = 0.24 vs 0.09, 5000 releases); ε = 5: p_b = 6e-4, only ~5 hits
     # in 5000 releases, so the normal slack is loose and 0.5·ε is asserted instead.
     assert result.supported_epsilon > min(floor, 0.5 * epsilon), result
+    assert result.supported_epsilon > 0.5 * epsilon, result
+
+
+def test_gradient_mechanism_spec_on_torch_tensors_passes_with_power() -> None:
+    # The path the learner mixin and PGC-A3C's EnvRunners take: GradientMechanism.privatize
+    # on torch tensors, here PRS with the debiased (rescaled: post-processing) output.
+    torch = pytest.importorskip("torch")
+    epsilon = 2.0
+    spec = GradientMechanism("prs", epsilon, 1.0, debias=True)
+    result = audit_gradient_mechanism(
+        spec.privatize,
+        torch.tensor([1.0, 0.0]),
+        claimed=epsilon,
+        num_samples=5_000,
+        seed=5,
+    )
+    assert result.passed, result
+    # d̂ = 1, ε' = 2: p_a = 0.294, p_b = 0.040; 2500 releases: slack 0.9, floor 1.1.
     assert result.supported_epsilon > 0.5 * epsilon, result
 
 
@@ -365,6 +384,10 @@ def print_table() -> None:
         ("broken Laplace", test_broken_laplace_with_halved_noise_is_caught_with_the_same_budget),
         ("PRS eps=1", lambda: test_projected_random_sign_passes_with_power(1.0, 10_000)),
         ("PRS eps=5", lambda: test_projected_random_sign_passes_with_power(5.0, 10_000)),
+        (
+            "GradientMechanism PRS debias, torch",
+            test_gradient_mechanism_spec_on_torch_tensors_passes_with_power,
+        ),
         ("randomized_sign", test_randomized_sign_per_coordinate_is_tight),
         ("LNMax", test_lnmax_passes_with_power),
         ("GNMax", test_gnmax_passes_with_the_accountants_epsilon_delta),
