@@ -130,7 +130,7 @@ class AuditResult:
         return (
             f"privacy audit {verdict}: claimed (epsilon={self.epsilon:.4g}, "
             f"delta={self.delta:.3g}); supported epsilon >= {self.supported_epsilon:.4g} "
-            f"at {self.confidence:.0%} confidence (point estimate "
+            f"at {100 * self.confidence:.6g}% confidence (point estimate "
             f"{self.empirical_epsilon:.4g})\n"
             f"  event {self.event} ({self.event_kind}, more likely on {favoured}): "
             f"{self.count_a}/{self.num_estimation} on input_a vs "
@@ -224,7 +224,10 @@ def _apply_statistic(
     statistic: Statistic | np.ndarray, releases: np.ndarray, *, user: bool
 ) -> np.ndarray:
     if isinstance(statistic, np.ndarray):
-        values = releases.reshape(releases.shape[0], -1).astype(np.float64) @ statistic
+        # einsum, not BLAS: every row is summed in the same order whatever the batch, so a
+        # release gives bit-identical scores in both splits (discrete events match exactly).
+        flat = releases.reshape(releases.shape[0], -1).astype(np.float64)
+        values = np.einsum("ij,j->i", flat, statistic)
     else:
         values = _check_releases(_as_numpy(statistic(releases)), "statistic")
     if values.shape != (releases.shape[0],):
