@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import math
 import sys
 from pathlib import Path
@@ -16,12 +16,13 @@ MB = 2**20
 
 @pytest.fixture(scope="module")
 def soak():
-    spec = importlib.util.spec_from_file_location("soak_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    """The script as a module (benchmarks/ is not a package: import it from its folder)."""
+    sys.path.insert(0, str(_PATH.parent))
+    try:
+        yield importlib.import_module(_PATH.stem)
+    finally:
+        sys.path.remove(str(_PATH.parent))
+        sys.modules.pop(_PATH.stem, None)
 
 
 def _samples(soak, table_mb_per_1k: float, rss_mb_per_1k: float, n: int = 20, noise=0.0):
