@@ -251,7 +251,7 @@ def results_table(results: Sequence[ArmResult], *, tolerance_mb: float) -> str:
     """Markdown table, one row per arm."""
     header = (
         "| arm | submissions | subm./s | table MB (start → end) | table entries | "
-        "table growth MB/10k | RSS MB driver (start → end) | RSS MB 4 runners (start → end) "
+        "table growth MB/10k | RSS MB driver (start → end) | RSS MB runners, sum (start → end) "
         "| RSS growth MB/10k | RSS flat | ledger = releases | max ε/agent |"
     )
     lines = [header, "|" + "---|" * 12]
@@ -267,7 +267,7 @@ def results_table(results: Sequence[ArmResult], *, tolerance_mb: float) -> str:
             f"{'yes' if row['ledger_ok'] else 'NO'} ({row['ledger_releases']} = "
             f"{row['runner_releases']}) | {_fmt(row['max_epsilon_spent'], 2)} |"
         )
-    return "\n".join(lines).replace("4 runners", "runners (sum)")
+    return "\n".join(lines)
 
 
 def timeline_table(result: ArmResult, *, rows: int = 8) -> str:
@@ -391,7 +391,7 @@ def drain(algo: Any, *, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while group.num_in_flight_async_reqs(tag="ldp_submit") > 0:
         if time.monotonic() > deadline:
-            raise BenchmarkError("in-flight submissions did not arrive within 60 s")
+            raise BenchmarkError(f"in-flight submissions did not arrive within {timeout_s:g} s")
         for _, submissions in group.fetch_ready_async_reqs(tags="ldp_submit", timeout_seconds=1):
             algo._receive(submissions)
 

@@ -211,7 +211,6 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         trajectory: _Trajectory,
         weights_version: int,
     ) -> GradientSubmission:
-        self._num_releases += 1
         batch = {
             Columns.OBS: torch.as_tensor(np.stack(trajectory.obs), dtype=torch.float32),
             Columns.ACTIONS: torch.as_tensor(trajectory.actions, dtype=torch.int64),
@@ -222,7 +221,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
                 terminated=trajectory.terminated,
             ),
         }
-        return self._privatized_submission(
+        submission = self._privatized_submission(
             learner,
             module,
             agent,
@@ -231,6 +230,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             env_steps=len(trajectory.actions),
             weights_version=weights_version,
         )
+        self._num_releases += 1  # counted once released (a mechanism error releases nothing)
+        return submission
 
     def _count_table(self, agent: _LocalAgent) -> CountBasedExploration | None:
         """The table ``agent``'s states are counted in (None: no count bonus)."""
