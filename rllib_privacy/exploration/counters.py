@@ -90,6 +90,11 @@ class ExactCounter:
         """Number of distinct keys counted so far."""
         return int(self._counts.size)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the key and count arrays (grows with :attr:`num_unique`)."""
+        return int(self._keys.nbytes + self._counts.nbytes)
+
     def increment_and_count(self, codes: Any, actions: Any = None) -> np.ndarray:
         """Counts every row of ``codes`` (and ``actions``), then returns the (N,) counts."""
         keys = code_keys(codes, actions)
@@ -221,6 +226,12 @@ class CountMinSketch:
             for o, p in zip(self._offsets, self.primes, strict=True)
         ]
         return int(max(sizes))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tables and the byte-lookup cache: fixed by ``primes``, not by the data."""
+        cache = 0 if self._byte_weights is None else self._byte_weights.nbytes
+        return int(self._table.nbytes + cache)
 
     def state_dict(self) -> dict[str, Any]:
         """The primes and the non-zero table entries (sparse, for small checkpoints)."""

@@ -42,6 +42,7 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
@@ -54,6 +55,9 @@ ACTION_SELECTIONS = ("epsilon_argmax", "sample")
 AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 #: Moving-mean window and success threshold of the paper's FST metric (eq. 26).
 SCORE_WINDOW = 10
+
+#: Where a local agent's visit counts live (``count_exploration_scope``).
+COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
 
 #: Result keys copied to the top level (Tune's table shows the first four).
 HEADLINE_KEYS = ("score_moving_mean", "epsilon_per_agent", "submissions", "fst")
@@ -74,6 +78,8 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
     """
 
     key_reference = "LDPA3C"
+    #: Nested keys checked by ``rllib train -f`` before Ray starts.
+    config_dict_keys = {"count_exploration": ExplorationSpec.keys()}
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or LDPA3C)
@@ -104,6 +110,9 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.fst_target_score = 195.0
         self.submissions_per_iteration = 100
         self.submissions_per_request = 1
+        # Count-based exploration bonus of the local agents (off unless a dict is given).
+        self.count_exploration: dict[str, Any] | None = None
+        self.count_exploration_scope = "agent"
 
     @override(AlgorithmConfig)
     def training(
@@ -162,6 +171,68 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         super().training(**kwargs)
         self.set_provided(locals())
         return self
+
+    def count_based_exploration(
+        self,
+        *,
+        count_exploration: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Adds Tang et al.'s count bonus to each local agent's rewards (README "LDPA3C keys").
+
+        Every local agent hashes the states of its own episode (SimHash, BASS or a key
+        function), counts them, and trains on r + β·f(n(φ(s))) in its A3C loss; the
+        public score stays the extrinsic return. The bonus is computed from the agent's
+        own states only, inside its EnvRunner, and influences nothing but the gradient that
+        is clipped and privatized, so each release stays ε/T-LDP for that agent (DESIGN §3).
+
+        Args:
+            count_exploration: The same settings dict as ExplorationPPO's
+                ``count_exploration`` (e.g. ``{"num_bits": 32, "beta": 0.01}``; ``{}`` =
+                defaults); ``None`` = no bonus. ``hash: autoencoder`` is not supported (a
+                learned hash would need training on pooled states).
+            count_exploration_scope: ``agent`` (default): a new, empty table for every
+                local agent, kept across its T = ``submissions_per_agent`` submissions, so
+                its gradient depends on its own states only. ``env_runner``: one table per
+                EnvRunner, shared by all the local agents it hosts over its lifetime.
+                This BREAKS the per-agent guarantee: agent n+1's bonus, hence its released
+                gradient, depends on the states of agents 1..n, which leak through that
+                release outside their ε. Only for trusted single-owner runners and for
+                measuring long-lived tables (``benchmarks/soak.py``).
+
+        Returns:
+            This updated config.
+
+        """
+        if count_exploration is not NotProvided:
+            self.count_exploration = None if count_exploration is None else dict(count_exploration)
+        if count_exploration_scope is not NotProvided:
+            self.count_exploration_scope = count_exploration_scope
+        return self
+
+    def get_exploration_spec(self) -> ExplorationSpec | None:
+        """The validated ``count_exploration`` settings, or None when the bonus is off."""
+        if self.count_exploration is None:
+            return None
+        spec = ExplorationSpec.from_dict(self.count_exploration, prefix="count_exploration")
+        if spec.hash == "autoencoder":
+            raise PrivacyConfigError(
+                "count_exploration.hash 'autoencoder' is not supported by LDPA3C (a learned "
+                "hash would be trained on states pooled across releases); use simhash, bass "
+                "or key_function"
+            )
+        return spec
+
+    def _validate_count_exploration(self) -> None:
+        _check_choice(
+            "count_exploration_scope", self.count_exploration_scope, COUNT_EXPLORATION_SCOPES
+        )
+        if self.count_exploration is not None and not isinstance(self.count_exploration, dict):
+            raise PrivacyConfigError(
+                "config key 'count_exploration' must be a dict of settings or null, "
+                f"got {self.count_exploration!r}"
+            )
+        self.get_exploration_spec()
 
     @property
     def effective_clip(self) -> float:
@@ -269,6 +340,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             raise PrivacyConfigError(
                 "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
             )
+        self._validate_count_exploration()
         # Builds (and so validates) the mechanism once, before any Ray actor starts.
         self.get_gradient_mechanism()
 

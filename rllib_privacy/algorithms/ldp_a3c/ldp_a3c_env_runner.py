@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,8 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     discounted_value_targets,
 )
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
+from rllib_privacy.connectors.count_bonus import observation_info
+from rllib_privacy.exploration import CountBasedExploration
 
 
 def exploration_alpha(submissions_so_far: int, *, initial: float, zero_at: int) -> float:
@@ -39,6 +42,8 @@ class _LocalAgent:
     agent_id: str
     submissions: int = 0
     pinned_options: dict[str, Any] = field(default_factory=dict)
+    #: This agent's own visit counts (``count_exploration_scope: agent``); private data.
+    counts: CountBasedExploration | None = None
 
 
 @dataclass
@@ -64,7 +69,15 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
     Each of the runner's ``num_envs_per_env_runner`` environments hosts one
     local agent at a time; their episodes run in lockstep so that actions are
     computed in one batched forward pass.
+
+    With ``count_exploration`` set, each episode's rewards get the count bonus before
+    its A3C loss (see ``LDPA3CConfig.count_based_exploration``); the counts stay here.
     """
+
+    #: The one table of ``count_exploration_scope: env_runner`` (built on first use).
+    _runner_counts: CountBasedExploration | None = None
+    #: Submissions this runner has produced (compared with the aggregator's ledger).
+    _num_releases: int = 0
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
@@ -203,12 +216,12 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             Columns.ACTIONS: torch.as_tensor(trajectory.actions, dtype=torch.int64),
             VALUE_TARGETS: self._value_targets(
                 module,
-                np.asarray(trajectory.rewards),
+                self._trained_rewards(agent, trajectory),
                 last_obs=trajectory.last_obs,
                 terminated=trajectory.terminated,
             ),
         }
-        return self._privatized_submission(
+        submission = self._privatized_submission(
             learner,
             module,
             agent,
@@ -217,6 +230,53 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             env_steps=len(trajectory.actions),
             weights_version=weights_version,
         )
+        self._num_releases += 1  # counted once released (a mechanism error releases nothing)
+        return submission
+
+    def _count_table(self, agent: _LocalAgent) -> CountBasedExploration | None:
+        """The table ``agent``'s states are counted in (None: no count bonus)."""
+        if self.config.count_exploration is None:
+            return None
+        if self.config.count_exploration_scope == "env_runner":
+            if self._runner_counts is None:
+                self._runner_counts = self._new_count_table()
+            return self._runner_counts
+        if agent.counts is None:
+            # A fresh table per local agent: no other agent's states can reach its gradient.
+            agent.counts = self._new_count_table()
+        return agent.counts
+
+    def _new_count_table(self) -> CountBasedExploration:
+        spec = self.config.get_exploration_spec()
+        info = observation_info(self.env.single_observation_space)
+        return CountBasedExploration(spec, info)
+
+    def _trained_rewards(self, agent: _LocalAgent, trajectory: _Trajectory) -> np.ndarray:
+        """r_t + β·f(n(φ(s_t))) with s_t the state a_t was taken in; r_t without a bonus."""
+        rewards = np.asarray(trajectory.rewards, dtype=np.float64)
+        table = self._count_table(agent)
+        if table is None:
+            return rewards
+        bonus, _ = table.increment_and_bonus(np.stack(trajectory.obs), trajectory.actions)
+        return rewards + bonus
+
+    def count_exploration_stats(self) -> dict[str, Any]:
+        """Sizes of this runner's live count tables and its number of releases.
+
+        An operator's diagnostic (``benchmarks/soak.py``): it is never called by the
+        aggregator and carries sizes only, no states or counts.
+        """
+        tables = [self._runner_counts] if self._runner_counts is not None else []
+        tables += [a.counts for a in self._agents if a is not None and a.counts is not None]
+        return {
+            "pid": os.getpid(),
+            "scope": self.config.count_exploration_scope,
+            "tables": len(tables),
+            "entries": sum(t.counter.num_unique for t in tables),
+            "bytes": sum(t.counter.nbytes for t in tables),
+            "counted_states": sum(t.counter.total for t in tables),
+            "releases": self._num_releases,
+        }
 
     def _value_targets(
         self, module: Any, rewards: np.ndarray, *, last_obs: Any, terminated: bool
