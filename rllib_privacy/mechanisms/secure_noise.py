@@ -92,12 +92,15 @@ _warned: set[str] = set()
 
 
 def warn_fixed_seed(setting: str, *, secure_mode: bool = False) -> bool:
-    """Warn (once per ``setting`` and process) that a fixed seed drives privacy noise.
+    """Warn (once per ``setting`` and process) that a fixed seed is set for privacy noise.
 
-    Whoever knows the seed can regenerate the noise and subtract it from the releases, so
-    a fixed seed voids the privacy guarantee. Silent under tests (:func:`running_tests`).
-    With ``secure_mode`` the seed does not drive the noise (OS entropy and OpenDP do), so
-    only an INFO log line says so.
+    Outside secure mode the package's noise streams mix a fresh OS-entropy nonce into the
+    seed per process (:class:`NoiseStreams`), so the seed alone does not reproduce the
+    noise, unless the test-only flag :data:`DETERMINISTIC_NOISE_ENV_VAR` is set: then
+    whoever knows the seed can regenerate the noise and remove it, and the message says so.
+    Either way a fixed seed in a private run belongs to experiments, not deployments.
+    Silent under tests (:func:`running_tests`). With ``secure_mode`` the seed never drives
+    the noise (OpenDP and OS entropy do), so only an INFO log line says so.
 
     Args:
         setting: The config key (or argument) that holds the seed, named in the message.
@@ -113,11 +116,21 @@ def warn_fixed_seed(setting: str, *, secure_mode: bool = False) -> bool:
     if running_tests() or setting in _warned:
         return False
     _warned.add(setting)
+    if deterministic_noise_requested():
+        effect = (
+            f"{DETERMINISTIC_NOISE_ENV_VAR}=1 is set, so the seed alone drives the privacy "
+            "noise: whoever knows it can regenerate the noise and remove it, which voids the "
+            "privacy guarantee (that flag is for tests only)"
+        )
+    else:
+        effect = (
+            "the privacy noise mixes in fresh OS entropy per process, so it does not follow "
+            "the seed, but a fixed seed in a private run is for experiments only"
+        )
     message = (
-        f"{setting} is a fixed seed and it drives privacy noise: whoever knows it can "
-        "regenerate the noise and remove it, which voids the privacy guarantee. Use fixed "
-        "seeds for experiments only; for a deployment leave the seed unset (null) or set "
-        "secure_mode: true (noise from OS entropy; the seed then does not drive the noise)."
+        f"{setting} is a fixed seed in a run that releases privacy noise: {effect}. For a "
+        "deployment leave the seed unset (null) or set secure_mode: true (OpenDP noise from "
+        "OS entropy; the seed then never drives the noise)."
     )
     warnings.warn(message, PrivacyWarning, stacklevel=2)
     logger.warning(message)

@@ -42,7 +42,7 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism, warn_fixed_seed
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -104,6 +104,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.fst_target_score = 195.0
         self.submissions_per_iteration = 100
         self.submissions_per_request = 1
+        self.secure_mode = False
 
     @override(AlgorithmConfig)
     def training(
@@ -127,6 +128,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         fst_target_score: float = NotProvided,
         submissions_per_iteration: int = NotProvided,
         submissions_per_request: int = NotProvided,
+        secure_mode: bool = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PGC-A3C's training settings (see README "LDPA3C keys").
@@ -153,6 +155,8 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             submissions_per_iteration: Submissions per training iteration.
             submissions_per_request: Episodes one EnvRunner runs per remote call
                 (all with the same θ; more = faster, staler gradients).
+            secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from OS
+                entropy); the seed then does not drive the noise. Same ε.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -190,6 +194,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             clip=self.effective_clip,
             reduced_dim=self.reduced_dim,
             debias=self.debias,
+            secure_mode=self.secure_mode,
         )
 
     @override(AlgorithmConfig)
@@ -269,8 +274,16 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             raise PrivacyConfigError(
                 "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
             )
+        if not isinstance(self.secure_mode, bool):
+            raise PrivacyConfigError(
+                f"config key 'secure_mode' must be true or false, got {self.secure_mode!r}"
+            )
         # Builds (and so validates) the mechanism once, before any Ray actor starts.
         self.get_gradient_mechanism()
+        if self.seed is not None and self.is_private:
+            # Before Ray starts: a fixed seed outside tests would let anyone who knows it
+            # regenerate the gradient noise (a restarted runner still draws fresh noise).
+            warn_fixed_seed("seed (.debugging(seed=...))", secure_mode=self.secure_mode)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
