@@ -287,12 +287,12 @@ def test_noise_streams_never_repeat_unless_deterministic(monkeypatch) -> None:
     assert not np.array_equal(_draws(NoiseStreams(None)), _draws(NoiseStreams(None)))
 
 
-def _runner(seed: int) -> object:
+def _runner(seed: int, **training: object) -> object:
     from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
     from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
 
     config = LDPA3CConfig().debugging(seed=seed).env_runners(num_envs_per_env_runner=2)
-    return LDPA3CEnvRunner(config=config, worker_index=1)
+    return LDPA3CEnvRunner(config=config.training(**training), worker_index=1)
 
 
 def _agent_draws(runner: object) -> list[np.ndarray]:
@@ -316,6 +316,15 @@ def test_ldp_a3c_runners_with_the_same_seed_and_index_draw_different_noise(monke
     two = restarted.submit_gradients(num_submissions=1, **kwargs)[0]
     assert one.score == two.score and one.env_steps == two.env_steps
     assert not np.array_equal(one.gradient, two.gradient)
+    # Secure mode through the runner's learner: same episode, OpenDP noise, same ε.
+    secure_runner = _runner(3, secure_mode=True)
+    secure = secure_runner.submit_gradients(num_submissions=1, **kwargs)[0]
+    mechanism = secure_runner._learner().gradient_mechanism_for_module(
+        "default_policy", secure_runner.config
+    )
+    assert mechanism.secure_mode and mechanism.name == "laplace"
+    assert secure.score == one.score and secure.epsilon == one.epsilon
+    assert not np.array_equal(secure.gradient, one.gradient)
 
     monkeypatch.setenv(secure_noise.DETERMINISTIC_NOISE_ENV_VAR, "1")
     c, d = _agent_draws(_runner(3)), _agent_draws(_runner(3))
