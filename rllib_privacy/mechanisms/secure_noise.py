@@ -7,7 +7,8 @@ What ``secure_mode=True`` means for every mechanism of the package (README "Secu
   Mironov (2012, "On significance of the least significant bits for differential privacy")
   showed that the naive float sampler leaks its input: the set of floats it can output
   depends on the input, so one output can rule an input out. OpenDP samples the discrete
-  Laplace / Gaussian exactly (arbitrary-precision arithmetic, OS-entropy bits) on the
+  Laplace / Gaussian exactly (arbitrary-precision arithmetic; random bits from a CSPRNG
+  seeded by the OS: OpenSSL's ``RAND_bytes``, or ``rand``'s ``thread_rng``) on the
   lattice ``2^k·Z``; with the default ``k`` on float domains (``k = -1074``, the spacing of
   the smallest subnormal) every float input lies on the lattice, so nothing is rounded on
   the way in, and the only float step is rounding the exact lattice result to the nearest
@@ -23,8 +24,8 @@ What ``secure_mode=True`` means for every mechanism of the package (README "Secu
   Generator seeded per release with 128 fresh bits from the OS (``secrets``), or, for PRS's
   ±C bits, from :func:`secure_bernoulli` (exact Bernoulli from OS bits).
 
-In secure mode a ``rng`` argument never drives the noise (OpenDP reads its own OS
-entropy): seeded runs are not reproducible, by design.
+In secure mode a ``rng`` argument never drives the noise (OpenDP uses its own generator):
+seeded runs are not reproducible, by design.
 
 Outside secure mode, :class:`NoiseStreams` still gives every local agent its own stream that
 is never shared or repeated across process restarts, and :func:`warn_fixed_seed` warns when
