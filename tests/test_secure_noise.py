@@ -412,3 +412,34 @@ def test_ilm_env_release_uses_the_chosen_scales() -> None:
     a = env.release(np.random.default_rng(0))
     b = env.release(np.random.default_rng(0))
     assert a.shape == env.values.shape and not np.array_equal(a, b)
+
+
+# ---- why: Mironov's attack on the textbook float sampler --------------------------------
+
+
+def _textbook_laplace_outputs(loc: float, low: float, high: float) -> set[float]:
+    """Every output in [low, high] of ``loc - ln(V)`` (scale 1), V = m·2^-52, m = 1..2^52.
+
+    This is the textbook float sampler Mironov (2012) analysed: V has 52-bit resolution, so
+    the noise takes finitely many float values, and ``loc + noise`` is rounded to a float.
+    """
+    # Positive noise n = -ln(V) lies in [low - loc, high - loc] iff V in this range.
+    first = math.floor(2.0**52 * math.exp(-(high - loc))) - 2
+    last = math.ceil(2.0**52 * math.exp(-(low - loc))) + 2
+    noise = -np.log(np.arange(first, last + 1, dtype=np.float64) * 2.0**-52)
+    outputs = loc + noise
+    return set(outputs[(outputs >= low) & (outputs <= high)].tolist())
+
+
+def test_textbook_float_laplace_has_input_dependent_outputs() -> None:
+    # Window of 2000 consecutive floats just above 2 (spacing 2^-51 there).
+    low, high = 2.0, 2.0 + 2000 * 2.0**-51
+    from_zero = _textbook_laplace_outputs(0.0, low, high)
+    from_one = _textbook_laplace_outputs(1.0, low, high)
+    # Both inputs reach the window, but through different sets of floats: an output that
+    # only input 1 can produce identifies it with certainty (infinite privacy loss), for
+    # inputs at sensitivity distance 1. Secure mode's outputs are roundings of an exact
+    # lattice sample, which reach every float in the window from any input.
+    assert from_zero and from_one
+    only_one = from_one - from_zero
+    assert len(only_one) > 0.3 * len(from_one)
