@@ -106,7 +106,7 @@ def laplace_gradient(
     ``secure_mode=True`` the noise comes from OpenDP's exact Laplace sampler
     (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`), whose privacy map is
     exactly ``C/scale = ε`` for the same clipping, so the ledger's ε is unchanged; ``rng``
-    is then ignored (OpenDP has its own secure generator). Cost: ≈ 4-5 ms CPU per 112 entries.
+    is then ignored (OpenDP has its own secure generator). Cost: ≈ 4 ms CPU per 112 entries.
 
     Args:
         grad: The raw gradient: numpy array or torch tensor, any shape, any float dtype and
