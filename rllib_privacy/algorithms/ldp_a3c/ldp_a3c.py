@@ -42,7 +42,8 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism, warn_fixed_seed
+from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -93,6 +94,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.clip: float | None = None
         self.reduced_dim: int | None = None
         self.debias = False
+        self.secure_mode = False
         self.max_buffer: int | None = None
         self.submissions_per_agent = 1
         self.policy_clip_share: float | None = None
@@ -104,7 +106,6 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.fst_target_score = 195.0
         self.submissions_per_iteration = 100
         self.submissions_per_request = 1
-        self.secure_mode = False
 
     @override(AlgorithmConfig)
     def training(
@@ -261,6 +262,10 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             raise PrivacyConfigError(
                 f"config key 'debias' only applies to mechanism 'prs', got {self.mechanism!r}"
             )
+        if not isinstance(self.secure_mode, bool):
+            raise PrivacyConfigError(
+                f"config key 'secure_mode' must be true or false, got {self.secure_mode!r}"
+            )
         if not isinstance(self.lr, list):  # a list is RLlib's schedule, checked by RLlib
             _check_number("lr", self.lr, low=0.0)
         _check_number("gamma", self.gamma, low=0.0, high=1.0, inclusive_low=True)
@@ -273,10 +278,6 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         if self.num_learners > 1:
             raise PrivacyConfigError(
                 "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
-            )
-        if not isinstance(self.secure_mode, bool):
-            raise PrivacyConfigError(
-                f"config key 'secure_mode' must be true or false, got {self.secure_mode!r}"
             )
         # Builds (and so validates) the mechanism once, before any Ray actor starts.
         self.get_gradient_mechanism()

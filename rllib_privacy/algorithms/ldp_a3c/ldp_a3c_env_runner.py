@@ -15,12 +15,12 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
+import rllib_privacy.mechanisms.secure_noise as secure_noise
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     VALUE_TARGETS,
     discounted_value_targets,
 )
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
-from rllib_privacy.mechanisms.secure_noise import NoiseStreams
 
 
 def exploration_alpha(submissions_so_far: int, *, initial: float, zero_at: int) -> float:
@@ -38,10 +38,10 @@ class _LocalAgent:
     """One local agent n: its private environment parameter and its releases."""
 
     agent_id: str
-    submissions: int = 0
-    pinned_options: dict[str, Any] = field(default_factory=dict)
     #: This agent's own noise stream (never shared with another agent).
     noise_rng: np.random.Generator | None = None
+    submissions: int = 0
+    pinned_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -80,7 +80,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         # worker_index) or a resumed run would repeat earlier noise. NoiseStreams mixes in a
         # per-incarnation OS-entropy nonce (unless the test-only deterministic flag is set)
         # and spawns one independent stream per local agent.
-        self._noise_streams = NoiseStreams(seed, key=[int(self.worker_index or 0)])
+        self._noise_streams = secure_noise.NoiseStreams(seed, key=[int(self.worker_index or 0)])
         self._env_seed_rng = np.random.default_rng(env_seq) if seed is not None else None
         self._agent_ids = (
             f"{self.worker_index or 0}-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count()
