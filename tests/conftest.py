@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Fixed seeds are expected in tests: silence the fixed-seed PrivacyWarning here and in
+# every subprocess and Ray worker started from this process (they inherit the variable).
+os.environ.setdefault("RLLIB_PRIVACY_TESTING", "1")
 
 
 @pytest.fixture(scope="session")

@@ -177,10 +177,12 @@ def test_teacher_state_round_trips_through_json_and_continues() -> None:
     restored = DirichletTeacher(_module(), _settings(vanishing_coefficient=0.5, seed=123))
     restored.set_state(state)
     assert restored.stats() == teacher.stats()
-    # Same noise stream after restore: the next answers are identical.
-    np.testing.assert_array_equal(
-        restored.answer(_obs(6, seed=9)).policies, teacher.answer(_obs(6, seed=9)).policies
-    )
+    # The noise stream is NOT restored (a resumed run must not re-use noise it already
+    # spent): the next answers differ, the budget and schedule continue.
+    assert "rng" not in state
+    after_restore = restored.answer(_obs(6, seed=9)).policies
+    assert not np.array_equal(after_restore, teacher.answer(_obs(6, seed=9)).policies)
+    assert restored.stats() == teacher.stats()
 
 
 def test_teacher_client_calls_an_in_process_teacher() -> None:

@@ -50,6 +50,7 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.instance_laplace import (
     bin_edges,
     histogram_pmf,
+    instance_laplace,
     kl_divergence,
     laplace_bin_masses,
 )
@@ -89,6 +90,8 @@ class ILMSettings:
         unassigned: Scale the mid-episode pDP check gives the instances not assigned yet:
             ``"uniform"`` (Δf/ε, the default) or ``"same"`` (the action just taken, i.e.
             "if every remaining instance chose the same").
+        secure_mode: :meth:`InstanceWiseLaplaceEnv.release` draws OpenDP's
+            floating-point-safe Laplace noise instead of numpy's.
 
     """
 
@@ -103,6 +106,7 @@ class ILMSettings:
     max_instances: int | None = None
     subsample_seed: int = 0
     unassigned: str = "uniform"
+    secure_mode: bool = False
 
 
 #: Allowed values of ``unassigned``.
@@ -161,6 +165,8 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
     if settings.max_instances is not None:
         _int("max_instances", settings.max_instances, 2)
     _int("subsample_seed", settings.subsample_seed, 0)
+    if not isinstance(settings.secure_mode, bool):
+        raise _key_error("secure_mode", "true or false", settings.secure_mode)
     if settings.unassigned not in UNASSIGNED_RULES:
         raise _key_error("unassigned", f"one of {list(UNASSIGNED_RULES)}", settings.unassigned)
     actions = settings.actions
@@ -377,6 +383,23 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self._step = 0
         self._start_assignment()
         return self._observation(), {"kl_laplace": self.kl_laplace}
+
+    def release(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Release the data with the current scales: ``y_i = d_i + Lap(b_i)``, one draw each.
+
+        The noise never comes from the env's (seeded) generator: ``rng`` or a fresh
+        OS-seeded one, or OpenDP's sampler with the ``secure_mode`` env_config key.
+
+        Args:
+            rng: numpy Generator for the noise (ignored in secure mode); None: fresh.
+
+        Returns:
+            float64 noisy values in dataset order.
+
+        """
+        return instance_laplace(
+            self.values, self.scales, rng=rng, secure_mode=self.settings.secure_mode
+        )
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Assign ``action_scales[action]`` to the current instance; see the reward rule."""

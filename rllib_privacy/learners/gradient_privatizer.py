@@ -13,7 +13,7 @@ The mechanism comes from, in this order:
 1. ``config.get_gradient_mechanism()`` if the AlgorithmConfig has it (LDPA3CConfig);
 2. ``config.learner_config_dict["ldp_gradient"]``: a dict with the fields of
    :class:`rllib_privacy.mechanisms.GradientMechanism` (``name``, ``epsilon``,
-   ``clip``, ``reduced_dim``, ``debias``), e.g. for PPO:
+   ``clip``, ``reduced_dim``, ``debias``, ``secure_mode``), e.g. for PPO:
    ``learner_config_dict: {ldp_gradient: {name: laplace, epsilon: 5.0, clip: 0.01}}``.
 
 If neither is set the mixin is a no-op.
@@ -30,7 +30,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import ModuleID, ParamDict
 
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms import GradientMechanism
+from rllib_privacy.mechanisms import GradientMechanism, os_entropy_generator
 from rllib_privacy.utils import metrics as keys
 
 #: ``learner_config_dict`` key read by the mixin when the config has no
@@ -51,7 +51,7 @@ def gradient_mechanism_from_config(config: Any) -> GradientMechanism | None:
     if not isinstance(spec, dict):
         raise PrivacyConfigError(
             f"learner_config_dict key '{LEARNER_CONFIG_KEY}' must be a dict with keys "
-            f"name, epsilon, clip[, reduced_dim, debias], got {spec!r}"
+            f"name, epsilon, clip[, reduced_dim, debias, secure_mode], got {spec!r}"
         )
     return GradientMechanism.from_dict(spec)
 
@@ -64,9 +64,10 @@ class LDPGradientPrivatizerMixin:
         class PrivatePPOTorchLearner(LDPGradientPrivatizerMixin, PPOTorchLearner):
             pass
 
-    Noise is drawn from a numpy Generator that is seeded from OS entropy unless
-    :meth:`set_privatizer_rng` gives one (LDPA3C gives every local agent its own
-    independent stream).
+    Noise is drawn from a numpy Generator that is seeded from OS entropy
+    (``secrets``) unless :meth:`set_privatizer_rng` gives one (LDPA3C gives every local
+    agent its own independent stream). With the mechanism's ``secure_mode`` the generator
+    is ignored: OpenDP's samplers and per-release OS entropy draw the noise.
     """
 
     _privatizer_rng: np.random.Generator | None = None
@@ -101,7 +102,7 @@ class LDPGradientPrivatizerMixin:
         if mechanism is None or mechanism.name == "none" or not grads:
             return grads
         if self._privatizer_rng is None:
-            self._privatizer_rng = np.random.default_rng()
+            self._privatizer_rng = os_entropy_generator()
         refs = list(grads)
         flat = torch.cat([grads[ref].reshape(-1) for ref in refs])
         noisy = mechanism.privatize(flat, self._privatizer_rng)

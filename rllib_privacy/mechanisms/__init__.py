@@ -10,15 +10,20 @@ the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy
 Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
 Laplace release and its exact output PMF / KL divergence on shared bins.
 PATE's noisy-max vote aggregation (LNMax, GNMax).
+Secure noise (:mod:`.secure_noise`): OpenDP's floating-point-safe samplers behind every
+mechanism's ``secure_mode``, OS-entropy generators, per-agent noise streams and the
+fixed-seed :class:`PrivacyWarning`.
 """
 
 from rllib_privacy.mechanisms.dirichlet import (
+    SECURE_GRID_BITS,
     concentration_radius,
     dirichlet_mechanism,
     kickstart_threshold,
     norm_concentration_radius,
     restrict_policy,
     sample_dirichlet,
+    snap_to_grid,
 )
 from rllib_privacy.mechanisms.gradient import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.instance_laplace import (
@@ -44,10 +49,25 @@ from rllib_privacy.mechanisms.projected_random_sign import (
     prs_sign_probability,
     randomized_sign,
 )
+from rllib_privacy.mechanisms.secure_noise import (
+    NoiseStreams,
+    PrivacyWarning,
+    noise_generator,
+    os_entropy_generator,
+    secure_bernoulli,
+    secure_discrete_gaussian,
+    secure_discrete_laplace,
+    secure_gaussian,
+    secure_laplace,
+    warn_fixed_seed,
+)
 
 __all__ = [
     "GradientMechanism",
     "MECHANISM_NAMES",
+    "NoiseStreams",
+    "PrivacyWarning",
+    "SECURE_GRID_BITS",
     "bin_edges",
     "clip_l1",
     "concentration_radius",
@@ -61,8 +81,10 @@ __all__ = [
     "laplace_gradient",
     "laplace_noise_scale",
     "lipschitz_upper_bound",
+    "noise_generator",
     "noisy_max",
     "norm_concentration_radius",
+    "os_entropy_generator",
     "plurality",
     "privatized_pmf",
     "projected_random_sign",
@@ -73,5 +95,12 @@ __all__ = [
     "restrict_policy",
     "restricted_lipschitz",
     "sample_dirichlet",
+    "secure_bernoulli",
+    "secure_discrete_gaussian",
+    "secure_discrete_laplace",
+    "secure_gaussian",
+    "secure_laplace",
+    "snap_to_grid",
     "validate_votes",
+    "warn_fixed_seed",
 ]

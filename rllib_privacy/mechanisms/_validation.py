@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "as_float64_array",
+    "check_bool",
     "check_finite_positive",
     "check_generator",
     "check_int_in_range",
@@ -51,6 +52,18 @@ def check_finite_positive(
     if math.isnan(as_float) or as_float <= 0.0 or (math.isinf(as_float) and not allow_inf):
         raise error(f"{name} must be {allowed}, got {as_float!r}")
     return as_float
+
+
+def check_bool(name: str, value: Any, *, error: type[ValueError] = ValueError) -> bool:
+    """Check that ``value`` is a bool (Python or numpy), e.g. a ``secure_mode`` flag.
+
+    Raises:
+        ValueError: (or ``error``) naming ``name`` if it is anything else (0/1 included).
+
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise error(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_int_in_range(

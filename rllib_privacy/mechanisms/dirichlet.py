@@ -21,18 +21,22 @@ import numpy as np
 
 from rllib_privacy.mechanisms._validation import (
     as_float64_array,
+    check_bool,
     check_finite_positive,
     check_int_in_range,
     is_torch_tensor,
 )
+from rllib_privacy.mechanisms.secure_noise import os_entropy_generator
 
 __all__ = [
+    "SECURE_GRID_BITS",
     "concentration_radius",
     "dirichlet_mechanism",
     "kickstart_threshold",
     "norm_concentration_radius",
     "restrict_policy",
     "sample_dirichlet",
+    "snap_to_grid",
 ]
 
 PolicyT = TypeVar("PolicyT")
@@ -40,6 +44,8 @@ PolicyT = TypeVar("PolicyT")
 # Entries down to this value are tolerated as float round-off of a zero probability (and
 # clipped to 0); anything more negative is not a policy.
 _NEGATIVE_TOLERANCE = 1e-6
+#: Secure mode snaps released policies to multiples of 2^-SECURE_GRID_BITS (≈ 9.5e-7).
+SECURE_GRID_BITS = 20
 # How far a row sum may be from 1 (float32 softmax outputs over many actions drift by ~1e-6).
 _SUM_TOLERANCE = 1e-4
 
@@ -245,12 +251,40 @@ def sample_dirichlet(alpha: Any, *, rng: Any) -> Any:
     return _normalize_log(_log_gamma_numpy(np.asarray(alpha, dtype=np.float64), rng))
 
 
+def snap_to_grid(x: np.ndarray, *, bits: int = SECURE_GRID_BITS) -> np.ndarray:
+    """Round simplex rows to multiples of ``2^-bits`` that still sum to exactly 1.
+
+    Largest-remainder rounding: every entry is floored to the grid, then the rows' missing
+    grid units go to the entries with the largest remainders. Each entry moves by less than
+    ``2^-bits``; the results are exact floats (small integers times a power of two), so the
+    rows sum to 1 exactly.
+
+    Args:
+        x: float64 array, rows on the simplex (last dimension = m).
+        bits: Grid resolution, an int in [1, 52].
+
+    Returns:
+        The snapped float64 array, same shape.
+
+    """
+    bits = check_int_in_range("bits", bits, low=1, high=52)
+    units = float(2**bits)
+    scaled = np.asarray(x, dtype=np.float64) * units
+    floored = np.floor(scaled)
+    missing = np.rint(units - floored.sum(axis=-1, keepdims=True))
+    # Rank of each entry's remainder within its row (0 = largest).
+    order = np.argsort(-(scaled - floored), axis=-1, kind="stable")
+    ranks = np.argsort(order, axis=-1, kind="stable")
+    return (floored + (ranks < missing)) / units
+
+
 def dirichlet_mechanism(
     policy: PolicyT,
     *,
     k: float,
     eta: float,
     rng: np.random.Generator | Any | None = None,
+    secure_mode: bool = False,
 ) -> PolicyT:
     """Release a policy through the Dirichlet mechanism: x ~ Dir(k·π̃), π̃ = (1 − mη)·π + η.
 
@@ -265,6 +299,16 @@ def dirichlet_mechanism(
     concentrations kπ̃_i (say k = 1e-3) never give NaN or an all-zero row. Float64 throughout;
     the result is cast back to the input's dtype.
 
+    Secure mode (``secure_mode=True``; ``rng`` is then ignored): OpenDP has no exact
+    sampler for Gamma variates, so the draws come from a numpy generator seeded per call
+    with 128 OS-entropy bits (``secure_noise.os_entropy_generator``), and the release is
+    snapped to the grid of multiples of ``2^-20`` with rows summing to exactly 1
+    (:func:`snap_to_grid`). Snapping is post-processing, so (ε, δ) are unchanged; it
+    removes the low-order float bits in which an input-dependent artifact of the float
+    Gamma/log sampler (the Mironov 2012 kind of leak) would live. This is a mitigation,
+    not a proof: the coarse bits still come from a float sampler. Entries below ``2^-21``
+    may become 0 (already inside δ's event ``min_i x_i < τ`` when τ exceeds the grid).
+
     Args:
         policy: The teacher's action probabilities, numpy array or torch tensor, last
             dimension = m >= 2 actions, any leading batch dimensions (one release per row).
@@ -272,6 +316,8 @@ def dirichlet_mechanism(
         eta: Restriction η in [0, 1/m) (the privacy analysis needs η > 0).
         rng: ``np.random.Generator`` (numpy or torch input) or ``torch.Generator`` (torch
             input, on the policy's device); None uses a fresh unseeded numpy generator.
+            Ignored in secure mode.
+        secure_mode: OS-entropy Gamma draws and a grid-snapped release (see above).
 
     Returns:
         The released policies, same kind, shape and floating dtype as ``policy`` (same device
@@ -280,11 +326,16 @@ def dirichlet_mechanism(
     Raises:
         ValueError: If ``k`` is not a finite number > 0, ``eta`` is outside [0, 1/m), the
             policy is not a batch of probability vectors (see :func:`restrict_policy`), or
-            ``rng`` is not a supported generator.
+            ``rng`` is not a supported generator, or ``secure_mode`` is not a bool.
 
     """
     k = check_finite_positive("k", k)
     restricted, _ = _restrict_float64(policy, eta)
+    if check_bool("secure_mode", secure_mode):
+        if is_torch_tensor(restricted):
+            restricted = restricted.cpu().numpy()
+        draws = sample_dirichlet(k * restricted, rng=os_entropy_generator())
+        return _restore(snap_to_grid(draws), policy)
     if rng is None:
         rng = np.random.default_rng()
     return _restore(sample_dirichlet(k * restricted, rng=rng), policy)

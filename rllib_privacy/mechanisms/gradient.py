@@ -16,6 +16,7 @@ import numpy as np
 
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms._validation import (
+    check_bool,
     check_finite_positive,
     check_int_in_range,
     is_torch_tensor,
@@ -32,7 +33,7 @@ GradT = TypeVar("GradT")
 
 MECHANISM_NAMES: tuple[str, ...] = ("laplace", "prs", "none")
 
-_FIELDS = ("name", "epsilon", "clip", "reduced_dim", "debias")
+_FIELDS = ("name", "epsilon", "clip", "reduced_dim", "debias", "secure_mode")
 _INF_STRINGS = ("inf", "infinity")
 
 
@@ -52,6 +53,8 @@ class GradientMechanism:
             :func:`~rllib_privacy.mechanisms.prs_reduced_dim`. Must be None otherwise.
         debias: PRS only: rescale the output to be unbiased when nothing is clipped (see
             :func:`~rllib_privacy.mechanisms.projected_random_sign`). Must be False otherwise.
+        secure_mode: Floating-point-safe noise from OpenDP / OS entropy (README "Secure
+            noise"); same ε, the ``rng`` passed to :meth:`privatize` is then ignored.
 
     Raises:
         PrivacyConfigError: (a ``ValueError``) naming the offending field and what is
@@ -64,6 +67,7 @@ class GradientMechanism:
     clip: float
     reduced_dim: int | None = None
     debias: bool = False
+    secure_mode: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or self.name not in MECHANISM_NAMES:
@@ -100,6 +104,8 @@ class GradientMechanism:
         object.__setattr__(self, "clip", clip)
         object.__setattr__(self, "reduced_dim", reduced_dim)
         object.__setattr__(self, "debias", bool(self.debias))
+        secure_mode = check_bool("secure_mode", self.secure_mode, error=PrivacyConfigError)
+        object.__setattr__(self, "secure_mode", secure_mode)
 
     @property
     def epsilon_per_release(self) -> float:
@@ -159,7 +165,8 @@ class GradientMechanism:
 
         Args:
             grad: numpy array or torch tensor (any shape/float dtype/device).
-            rng: numpy Generator for the noise; None uses a fresh unseeded one.
+            rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored
+                with ``secure_mode``.
 
         Returns:
             The released gradient, of the same kind, shape, dtype and device as ``grad``.
@@ -171,7 +178,9 @@ class GradientMechanism:
 
         """
         if self.name == "laplace":
-            return laplace_gradient(grad, epsilon=self.epsilon, clip=self.clip, rng=rng)
+            return laplace_gradient(
+                grad, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode
+            )
         if self.name == "prs":
             return projected_random_sign(
                 grad,
@@ -180,6 +189,7 @@ class GradientMechanism:
                 reduced_dim=self.reduced_dim,
                 rng=rng,
                 debias=self.debias,
+                secure_mode=self.secure_mode,
             )
         if is_torch_tensor(grad):
             return grad.detach().clone()
@@ -193,6 +203,7 @@ class GradientMechanism:
             "clip": self.clip,
             "reduced_dim": self.reduced_dim,
             "debias": self.debias,
+            "secure_mode": self.secure_mode,
         }
 
     @classmethod
@@ -201,7 +212,8 @@ class GradientMechanism:
 
         Args:
             data: Mapping with keys ``name``, ``epsilon``, ``clip`` and optionally
-                ``reduced_dim``, ``debias``. ``epsilon`` may be the string ``"inf"``.
+                ``reduced_dim``, ``debias``, ``secure_mode``. ``epsilon`` may be the string
+                ``"inf"``.
 
         Returns:
             The validated mechanism.

@@ -22,10 +22,12 @@ from scipy.stats import laplace
 
 from rllib_privacy.mechanisms._validation import (
     as_float64_array,
+    check_bool,
     check_generator,
     check_int_in_range,
     restore_kind,
 )
+from rllib_privacy.mechanisms.secure_noise import secure_laplace
 
 __all__ = [
     "KL_FLOOR",
@@ -46,29 +48,41 @@ KL_FLOOR = 1e-12
 
 
 def instance_laplace(
-    values: ValuesT, scales: object, *, rng: np.random.Generator | None = None
+    values: ValuesT,
+    scales: object,
+    *,
+    rng: np.random.Generator | None = None,
+    secure_mode: bool = False,
 ) -> ValuesT:
     """Release every instance with its own Laplace noise: ``y_i = d_i + Lap(0, b_i)``.
 
     Formula: eq. (4) of Ryu et al. with ``f(d_i) = d_i`` (k = 1 per instance). Privacy is
     per instance and depends on the whole scale set; check it with
-    :func:`rllib_privacy.accounting.pdp.instance_privacy_losses`. Floating-point side
-    channels of the Laplace sampler (Mironov, 2012) are not addressed.
+    :func:`rllib_privacy.accounting.pdp.instance_privacy_losses`. By default the
+    floating-point side channel of the Laplace sampler (Mironov, 2012) is not addressed;
+    with ``secure_mode=True`` every group of instances that shares a scale gets OpenDP's
+    exact Laplace noise of that scale
+    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`; same distribution, so
+    the per-instance losses are unchanged) and ``rng`` is ignored.
 
     Args:
         values: The instances, numpy array or torch tensor (any shape, all finite).
         scales: Laplace scales ``b_i > 0``, broadcastable to ``values``' shape.
-        rng: numpy Generator to draw from; None uses a fresh unseeded one.
+        rng: numpy Generator to draw from; None uses a fresh unseeded one. Ignored in
+            secure mode.
+        secure_mode: Floating-point-safe noise from OpenDP (see above).
 
     Returns:
         The noisy values, of the same kind, shape and floating dtype as ``values``.
 
     Raises:
         ValueError: If ``values`` or ``scales`` is empty or not finite, a scale is not > 0,
-            the shapes do not broadcast, or ``rng`` is not a Generator or None.
+            the shapes do not broadcast, ``rng`` is not a Generator or None, or
+            ``secure_mode`` is not a bool.
 
     """
     rng = check_generator(rng)
+    secure_mode = check_bool("secure_mode", secure_mode)
     array = as_float64_array("values", values)
     scale_array = as_float64_array("scales", scales)
     if np.any(scale_array <= 0.0):
@@ -79,6 +93,13 @@ def instance_laplace(
         raise ValueError(
             f"scales of shape {scale_array.shape} do not broadcast to values' {array.shape}"
         ) from None
+    if secure_mode:
+        # One OpenDP call per distinct scale (the ILM's action set has a handful).
+        noisy = np.empty_like(array)
+        for scale in np.unique(scale_array):
+            mask = scale_array == scale
+            noisy[mask] = secure_laplace(array[mask], float(scale))
+        return restore_kind(noisy, values)
     return restore_kind(array + rng.laplace(0.0, scale_array), values)
 
 

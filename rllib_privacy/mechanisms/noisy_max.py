@@ -18,8 +18,14 @@ import numpy as np
 
 from rllib_privacy.mechanisms._validation import (
     as_float64_array,
+    check_bool,
     check_finite_positive,
     check_generator,
+)
+from rllib_privacy.mechanisms.secure_noise import (
+    secure_discrete_gaussian,
+    secure_gaussian,
+    secure_laplace,
 )
 
 __all__ = ["gaussian_noisy_max", "noisy_max", "plurality", "validate_votes"]
@@ -71,7 +77,13 @@ def plurality(votes: Any) -> np.ndarray:
     return np.asarray(np.argmax(validate_votes(votes), axis=-1), dtype=np.int64)
 
 
-def noisy_max(votes: Any, *, gamma: float, rng: np.random.Generator | None = None) -> np.ndarray:
+def noisy_max(
+    votes: Any,
+    *,
+    gamma: float,
+    rng: np.random.Generator | None = None,
+    secure_mode: bool = False,
+) -> np.ndarray:
     """PATE's Laplacian noisy max (LNMax): ``argmax_j (n_j + Lap(1/γ))``, batched over rows.
 
     Formula (Papernot et al. 2017, eq. 1): each class count gets independent Laplace noise
@@ -81,29 +93,49 @@ def noisy_max(votes: Any, *, gamma: float, rng: np.random.Generator | None = Non
     argmax is ``(2γ, 0)``-DP per query (report-noisy-max argument, Dwork & Roth 2014).
     Use :mod:`rllib_privacy.accounting.pate` to compose many queries.
 
+    Secure mode: the counts get OpenDP's exact Laplace noise on the float domain
+    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`, lattice ``2^-1074``,
+    then rounded to floats), not the integer discrete Laplace, even for integral votes:
+    the data-independent ``2γ`` bound would hold for both (the whole noisy histogram is
+    ``2γ``-DP and the argmax is post-processing), but the data-dependent bound (Lemma 4's
+    ``q``) is a tail bound for continuous Laplace noise; the integer discrete Laplace has
+    heavier tails (by ≈ 1 + γ/2) and ties of positive probability, which could break it.
+    On the ``2^-1074`` lattice the difference is far below float precision; ties after
+    rounding to floats have probability ~1e-16 per pair. ``rng`` is ignored.
+
     Args:
         votes: Vote histograms: shape ``(m,)`` for one query or ``(batch, m)`` for one query
             per row; finite counts >= 0, at least two classes.
         gamma: Inverse noise scale γ, a finite number > 0 (larger γ = less noise, more ε).
         rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
+            Ignored in secure mode.
+        secure_mode: Floating-point-safe noise from OpenDP (see above).
 
     Returns:
         int64 labels, shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
 
     Raises:
         ValueError: For bad votes (see :func:`validate_votes`), a ``gamma`` that is not a
-            finite number > 0, or an ``rng`` that is not a Generator or None.
+            finite number > 0, an ``rng`` that is not a Generator or None, or a
+            ``secure_mode`` that is not a bool.
 
     """
     gamma = check_finite_positive("gamma", gamma)
     array = validate_votes(votes)
     rng = check_generator(rng)
-    noisy = array + rng.laplace(loc=0.0, scale=1.0 / gamma, size=array.shape)
+    if check_bool("secure_mode", secure_mode):
+        noisy = secure_laplace(array, 1.0 / gamma)
+    else:
+        noisy = array + rng.laplace(loc=0.0, scale=1.0 / gamma, size=array.shape)
     return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)
 
 
 def gaussian_noisy_max(
-    votes: Any, *, sigma: float, rng: np.random.Generator | None = None
+    votes: Any,
+    *,
+    sigma: float,
+    rng: np.random.Generator | None = None,
+    secure_mode: bool = False,
 ) -> np.ndarray:
     """Gaussian noisy max (GNMax): ``argmax_j (n_j + N(0, σ²))``, batched over rows.
 
@@ -112,10 +144,20 @@ def gaussian_noisy_max(
     bound of that paper, Prop. 8); :func:`rllib_privacy.accounting.gnmax_epsilon` composes
     it. Its data-dependent analysis is not implemented here.
 
+    Secure mode: integral vote counts get OpenDP's exact discrete Gaussian
+    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_discrete_gaussian`): for integer
+    sensitivity it has the continuous Gaussian's zCDP, ``Δ₂²/(2σ²)`` (Canonne, Kamath,
+    Steinke 2020, Thm. 4), hence the same ``(λ, λ/σ²)``-RDP with ``Δ₂ = √2``, so the
+    accountant is unchanged (the argmax of integer noisy counts can tie; ties go to the
+    lowest index, post-processing). Fractional votes get OpenDP's float-domain Gaussian.
+    ``rng`` is ignored.
+
     Args:
         votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
         sigma: Standard deviation σ of the Gaussian noise, a finite number > 0.
         rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
+            Ignored in secure mode.
+        secure_mode: Exact discrete (or float-safe) Gaussian from OpenDP (see above).
 
     Returns:
         int64 labels, shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
@@ -128,5 +170,10 @@ def gaussian_noisy_max(
     sigma = check_finite_positive("sigma", sigma)
     array = validate_votes(votes)
     rng = check_generator(rng)
-    noisy = array + rng.normal(loc=0.0, scale=sigma, size=array.shape)
+    if not check_bool("secure_mode", secure_mode):
+        noisy = array + rng.normal(loc=0.0, scale=sigma, size=array.shape)
+    elif np.all(array == np.round(array)) and float(array.max()) < 2**62:
+        noisy = secure_discrete_gaussian(array, sigma)
+    else:
+        noisy = secure_gaussian(array, sigma)
     return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)

@@ -18,11 +18,13 @@ import numpy as np
 
 from rllib_privacy.mechanisms._validation import (
     as_float64_array,
+    check_bool,
     check_finite_positive,
     check_generator,
     check_int_in_range,
     restore_kind,
 )
+from rllib_privacy.mechanisms.secure_noise import os_entropy_generator, secure_bernoulli
 
 __all__ = [
     "prs_projection_matrix",
@@ -130,25 +132,34 @@ def randomized_sign(
     epsilon_per_coordinate: float,
     clip: float,
     rng: np.random.Generator | None = None,
+    secure_mode: bool = False,
 ) -> np.ndarray:
     """Apply the bit flip of eq. (24) alone: ``ũ_i = +C`` w.p. ``p_i``, else ``-C``.
 
     ``p_i`` is :func:`prs_sign_probability`. Each coordinate is an ``ε'``-LDP release of
     ``ū_i ∈ [-C, C]``; ``E[ũ_i] = ū_i·(e^{ε'}-1)/(e^{ε'}+1)``.
 
+    Secure mode: the output takes only the two values ±C whatever the input, so the float
+    side channel of Laplace sampling (the set of reachable outputs depends on the input)
+    cannot arise; all that matters is that each bit is Bernoulli(p_i) with unpredictable
+    randomness. :func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli` draws it
+    exactly from OS-entropy bits (``rng`` is ignored). ``p_i`` itself is a float: its
+    rounding moves the likelihood ratio by a relative ~1e-16, far below any ε in use.
+
     Args:
         u_clipped: Clipped projected values ū, each in ``[-clip, clip]`` (any shape).
         epsilon_per_coordinate: ε' = ε/d̂ spent on each coordinate, a finite number > 0.
         clip: Clipping size C, a finite number > 0.
         rng: numpy Generator to draw from (one uniform per coordinate); None uses a fresh
-            unseeded one.
+            unseeded one. Ignored in secure mode.
+        secure_mode: Exact Bernoulli bits from OS entropy (see above).
 
     Returns:
         A float64 array with the shape of ``u_clipped`` and values in ``{-clip, +clip}``.
 
     Raises:
         ValueError: As :func:`prs_sign_probability`, or if ``rng`` is not a Generator or
-            None.
+            None, or ``secure_mode`` is not a bool.
 
     """
     probability = prs_sign_probability(
@@ -156,6 +167,8 @@ def randomized_sign(
     )
     rng = check_generator(rng)
     clip = float(clip)
+    if check_bool("secure_mode", secure_mode):
+        return np.where(secure_bernoulli(probability), clip, -clip)
     return np.where(rng.random(size=probability.shape) < probability, clip, -clip)
 
 
@@ -167,6 +180,7 @@ def projected_random_sign(
     reduced_dim: int | None = None,
     rng: np.random.Generator | None = None,
     debias: bool = False,
+    secure_mode: bool = False,
 ) -> GradT:
     """Release a gradient under ε-LDP with Projected Random Sign (Ono & Takahashi, Alg. 3).
 
@@ -192,6 +206,12 @@ def projected_random_sign(
     0. Debiasing is post-processing (same ε) but multiplies the variance by ``1/(c·d̂)²``,
     which is large for small ε'.
 
+    Secure mode: ``M`` comes from a fresh OS-entropy generator (it does not depend on ``g``;
+    fresh entropy just keeps it from following a seed) and the bits from
+    :func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli`; ``rng`` is ignored.
+    The output ``Mᵀũ`` is a deterministic function of ``(M, ũ)`` with ``ũ ∈ {±C}^d̂``, so
+    no input-dependent float artifact reaches it. Same ε.
+
     Args:
         grad: The raw gradient: numpy array or torch tensor, any shape, any float dtype and
             (for torch) any device; at least one entry, all finite.
@@ -201,6 +221,7 @@ def projected_random_sign(
         reduced_dim: d̂, an int in ``[1, grad.size]``; None uses :func:`prs_reduced_dim`.
         rng: numpy Generator for M and the bit flips; None uses a fresh unseeded one.
         debias: Rescale so that the output is unbiased when nothing is clipped (see above).
+        secure_mode: OS-entropy projection and exact OS-entropy sign bits (see above).
 
     Returns:
         The released gradient, of the same kind, shape and floating dtype as ``grad`` (same
@@ -217,7 +238,8 @@ def projected_random_sign(
     clip = check_finite_positive("clip", clip)
     if not isinstance(debias, bool | np.bool_):
         raise ValueError(f"debias must be a bool, got {debias!r}")
-    rng = check_generator(rng)
+    secure_mode = check_bool("secure_mode", secure_mode)
+    rng = os_entropy_generator() if secure_mode else check_generator(rng)
     array = as_float64_array("grad", grad)
     flat = array.reshape(-1)
     dim = flat.size
@@ -230,7 +252,11 @@ def projected_random_sign(
     matrix = prs_projection_matrix(reduced_dim, dim, rng)
     u_clipped = np.clip(matrix @ flat, -clip, clip)
     u_tilde = randomized_sign(
-        u_clipped, epsilon_per_coordinate=epsilon_per_coordinate, clip=clip, rng=rng
+        u_clipped,
+        epsilon_per_coordinate=epsilon_per_coordinate,
+        clip=clip,
+        rng=rng,
+        secure_mode=secure_mode,
     )
     if debias:
         u_tilde /= math.tanh(epsilon_per_coordinate / 2.0) * reduced_dim

@@ -24,7 +24,7 @@ import numpy as np
 
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms import noisy_max, plurality
+from rllib_privacy.mechanisms import NoiseStreams, noisy_max, plurality
 from rllib_privacy.pate.teachers import TeacherEnsemble
 
 __all__ = ["UNLABELED", "PATELabeler", "create_labeler_actor"]
@@ -42,7 +42,10 @@ class PATELabeler:
         action_space: The student's (Discrete) action space.
         ledger: The ledger (γ, δ, budget) to spend from.
         seed: Seed of the noise; None draws it from OS entropy (use a seed only for
-            experiments: whoever knows it can remove the noise).
+            experiments). A fresh OS-entropy nonce is mixed in per labeler (see
+            ``NoiseStreams``), so a restored labeler never repeats earlier noise.
+        secure_mode: Floating-point-safe noisy max (OpenDP Laplace; see ``noisy_max``);
+            the seed then does not drive the noise.
         track_label_agreement: Count how often the noisy label equals the noiseless
             plurality. NOT private (it is a function of the votes); off for deployments.
 
@@ -57,6 +60,7 @@ class PATELabeler:
         ledger: PATELedger,
         seed: int | None = None,
         track_label_agreement: bool = True,
+        secure_mode: bool = False,
     ) -> None:
         # Ray reports an exception raised in an actor's __init__ only as text: keep a
         # configuration error and raise it from ping(), where it keeps its type.
@@ -68,7 +72,8 @@ class PATELabeler:
         except PrivacyConfigError as e:
             self._init_error = e
         self._ledger = ledger
-        self._rng = np.random.default_rng(seed)
+        self._rng = NoiseStreams(seed).spawn()
+        self._secure_mode = bool(secure_mode)
         self._track_agreement = track_label_agreement
         self._agreements = 0
         self._requested = 0
@@ -115,7 +120,9 @@ class PATELabeler:
             votes = votes[:answered]
         if answered:
             ledger.record(votes)
-            labels[:answered] = noisy_max(votes, gamma=ledger.gamma, rng=self._rng)
+            labels[:answered] = noisy_max(
+                votes, gamma=ledger.gamma, rng=self._rng, secure_mode=self._secure_mode
+            )
             if self._track_agreement:
                 self._agreements += int(np.sum(labels[:answered] == plurality(votes)))
         # Stop at the first query that does not fit. (With the data-dependent basis a

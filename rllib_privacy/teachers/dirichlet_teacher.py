@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.secure_noise import NoiseStreams
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
 TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
@@ -58,7 +59,11 @@ class TeacherSettings:
         composition: ``"basic"`` or ``"advanced"`` composition in the ledger.
         delta_samples: Monte Carlo samples for δ's upper confidence bound.
         delta_confidence: Confidence of that bound.
-        seed: Seed of the teacher's noise (None: fresh OS entropy).
+        seed: Seed of the teacher's noise (None: fresh OS entropy). A fresh OS-entropy
+            nonce is mixed in per process (see ``NoiseStreams``), so a resumed run never
+            repeats noise it used before the crash.
+        secure_mode: Secure Dirichlet releases (OS-entropy Gamma draws, grid-snapped
+            policies; see ``dirichlet_mechanism``); the seed then does not drive the noise.
 
     """
 
@@ -76,6 +81,7 @@ class TeacherSettings:
     delta_samples: int = 100_000
     delta_confidence: float = 0.95
     seed: int | None = None
+    secure_mode: bool = False
 
     def __post_init__(self) -> None:
         """Validates every field; messages name the config key ``teacher_<field>``."""
@@ -115,6 +121,10 @@ class TeacherSettings:
         if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
             raise PrivacyConfigError(
                 f"teacher_seed must be a non-negative int or null, got {self.seed!r}"
+            )
+        if not isinstance(self.secure_mode, bool):
+            raise PrivacyConfigError(
+                f"teacher_secure_mode must be true or false, got {self.secure_mode!r}"
             )
 
     def check_num_actions(self, num_actions: int) -> None:
@@ -182,7 +192,8 @@ class DirichletTeacher:
         settings.check_num_actions(self.num_actions)
         self.observation_space = module.observation_space
         self.action_space = module.action_space
-        self._rng = np.random.default_rng(settings.seed)
+        self._noise_streams = NoiseStreams(settings.seed)
+        self._rng = self._noise_streams.spawn()
         self._network_lipschitz = (
             float(settings.lipschitz)
             if settings.lipschitz is not None
@@ -306,7 +317,13 @@ class DirichletTeacher:
             return TeacherAnswer(policy.astype(np.float32), math.inf)
         from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
 
-        privatized = dirichlet_mechanism(policy, k=self._k, eta=self._settings.eta, rng=self._rng)
+        privatized = dirichlet_mechanism(
+            policy,
+            k=self._k,
+            eta=self._settings.eta,
+            rng=self._rng,
+            secure_mode=self._settings.secure_mode,
+        )
         self._ledger.record(k=self._k, epsilon=epsilon, delta=delta, count=count)
         self._answered += count
         return TeacherAnswer(np.asarray(privatized, dtype=np.float32), self._k)
@@ -335,7 +352,12 @@ class DirichletTeacher:
         }
 
     def get_state(self) -> dict[str, Any]:
-        """Checkpointable state: ledger, k schedule, counts, noise stream (no weights)."""
+        """Checkpointable state: ledger, k schedule, counts (no weights, no noise state).
+
+        The noise generator's state is not saved: restoring it would make a resumed run
+        re-use noise it already spent on other states between the checkpoint and a crash,
+        and a saved PCG64 state can be run backwards to recover earlier noise.
+        """
         return {
             "settings": self._settings.to_dict(),
             "ledger": self._ledger.state_dict(),
@@ -346,7 +368,6 @@ class DirichletTeacher:
             "answered": self._answered,
             "refused": self._refused,
             "requests": self._requests,
-            "rng": self._rng.bit_generator.state,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -360,7 +381,9 @@ class DirichletTeacher:
         self._answered = int(state["answered"])
         self._refused = int(state["refused"])
         self._requests = int(state["requests"])
-        self._rng.bit_generator.state = state["rng"]
+        # Fresh noise, never the checkpoint's (older checkpoints still carry an "rng" entry,
+        # which is ignored on purpose).
+        self._rng = self._noise_streams.spawn()
 
     # ---- internals ---------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from rllib_privacy.learners.kickstart_loss import (
     LOSS_METRIC,
     KickstartLossSettings,
 )
+from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.teachers import (
     TeacherClient,
     TeacherServer,
@@ -76,6 +77,7 @@ _TEACHER_FIELDS = {
     "teacher_delta_samples": "delta_samples",
     "teacher_delta_confidence": "delta_confidence",
     "teacher_seed": "seed",
+    "teacher_secure_mode": "secure_mode",
 }
 
 
@@ -125,6 +127,7 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
         teacher_delta_samples: int = NotProvided,
         teacher_delta_confidence: float = NotProvided,
         teacher_seed: int | None = NotProvided,
+        teacher_secure_mode: bool = NotProvided,
         kickstart_coeff: float = NotProvided,
         kickstart_lambda: float = NotProvided,
         kickstart_beta: float = NotProvided,
@@ -159,7 +162,9 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
 
     def validate_kickstart_settings(self) -> None:
         """Raises PrivacyConfigError for a bad teacher or kickstart setting (no Ray needed)."""
-        self.teacher_settings()
+        settings = self.teacher_settings()
+        if settings.seed is not None and settings.mechanism != "none":
+            warn_fixed_seed("teacher_seed", secure_mode=settings.secure_mode)
         KickstartLossSettings.from_config(self)
         if self.teacher_checkpoint is None:
             raise PrivacyConfigError(

@@ -44,6 +44,7 @@ from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -99,6 +100,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.clip: float | None = None
         self.reduced_dim: int | None = None
         self.debias = False
+        self.secure_mode = False
         self.max_buffer: int | None = None
         self.submissions_per_agent = 1
         self.policy_clip_share: float | None = None
@@ -136,6 +138,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         fst_target_score: float = NotProvided,
         submissions_per_iteration: int = NotProvided,
         submissions_per_request: int = NotProvided,
+        secure_mode: bool = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PGC-A3C's training settings (see README "LDPA3C keys").
@@ -162,6 +165,8 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             submissions_per_iteration: Submissions per training iteration.
             submissions_per_request: Episodes one EnvRunner runs per remote call
                 (all with the same θ; more = faster, staler gradients).
+            secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from OS
+                entropy); the seed then does not drive the noise. Same ε.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -261,6 +266,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             clip=self.effective_clip,
             reduced_dim=self.reduced_dim,
             debias=self.debias,
+            secure_mode=self.secure_mode,
         )
 
     @override(AlgorithmConfig)
@@ -327,6 +333,10 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             raise PrivacyConfigError(
                 f"config key 'debias' only applies to mechanism 'prs', got {self.mechanism!r}"
             )
+        if not isinstance(self.secure_mode, bool):
+            raise PrivacyConfigError(
+                f"config key 'secure_mode' must be true or false, got {self.secure_mode!r}"
+            )
         if not isinstance(self.lr, list):  # a list is RLlib's schedule, checked by RLlib
             _check_number("lr", self.lr, low=0.0)
         _check_number("gamma", self.gamma, low=0.0, high=1.0, inclusive_low=True)
@@ -343,6 +353,10 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self._validate_count_exploration()
         # Builds (and so validates) the mechanism once, before any Ray actor starts.
         self.get_gradient_mechanism()
+        if self.seed is not None and self.is_private:
+            # Before Ray starts: a fixed seed outside tests would let anyone who knows it
+            # regenerate the gradient noise (a restarted runner still draws fresh noise).
+            warn_fixed_seed("seed (.debugging(seed=...))", secure_mode=self.secure_mode)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

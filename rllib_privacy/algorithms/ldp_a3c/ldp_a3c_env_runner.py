@@ -16,6 +16,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
+import rllib_privacy.mechanisms.secure_noise as secure_noise
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     VALUE_TARGETS,
     discounted_value_targets,
@@ -40,6 +41,8 @@ class _LocalAgent:
     """One local agent n: its private environment parameter and its releases."""
 
     agent_id: str
+    #: This agent's own noise stream (never shared with another agent).
+    noise_rng: np.random.Generator | None = None
     submissions: int = 0
     pinned_options: dict[str, Any] = field(default_factory=dict)
     #: This agent's own visit counts (``count_exploration_scope: agent``); private data.
@@ -84,9 +87,13 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         self._local_learner: Learner | None = None
         seed = self.config.seed
         entropy = None if seed is None else [int(seed), int(self.worker_index or 0)]
-        explore_seq, noise_seq, env_seq = np.random.SeedSequence(entropy).spawn(3)
+        explore_seq, _, env_seq = np.random.SeedSequence(entropy).spawn(3)
         self._explore_rng = np.random.default_rng(explore_seq)
-        self._noise_rng = np.random.default_rng(noise_seq)
+        # Privacy noise does not follow [seed, worker_index] alone: a restarted runner (same
+        # worker_index) or a resumed run would repeat earlier noise. NoiseStreams mixes in a
+        # per-incarnation OS-entropy nonce (unless the test-only deterministic flag is set)
+        # and spawns one independent stream per local agent.
+        self._noise_streams = secure_noise.NoiseStreams(seed, key=[int(self.worker_index or 0)])
         self._env_seed_rng = np.random.default_rng(env_seq) if seed is not None else None
         self._agent_ids = (
             f"{self.worker_index or 0}-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count()
@@ -99,7 +106,6 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             learner = self.config.build_learner(
                 spaces={DEFAULT_MODULE_ID: spaces[DEFAULT_MODULE_ID]}
             )
-            learner.set_privatizer_rng(self._noise_rng)
             self._local_learner = learner
         return self._local_learner
 
@@ -150,7 +156,9 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
     def _next_agent(self, slot: int) -> _LocalAgent:
         agent = self._agents[slot]
         if agent is None or agent.submissions >= self.config.submissions_per_agent:
-            agent = _LocalAgent(agent_id=next(self._agent_ids))
+            agent = _LocalAgent(
+                agent_id=next(self._agent_ids), noise_rng=self._noise_streams.spawn()
+            )
             self._agents[slot] = agent
         return agent
 
@@ -303,6 +311,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         weights_version: int,
     ) -> GradientSubmission:
         """One release of ``agent``: the batch's A3C gradient, privatized by the learner."""
+        learner.set_privatizer_rng(agent.noise_rng)  # the agent's own noise stream
         fwd_out = learner.module.forward_train(batch)
         losses = learner.compute_losses(fwd_out=fwd_out, batch=batch)
         gradients = learner.postprocess_gradients(learner.compute_gradients(losses))

@@ -43,6 +43,7 @@ from rllib_privacy.callbacks.pate_labeling import (
     PATELabelingCallback,
 )
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -68,6 +69,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_queries_per_sample": 100,
     "pate_label_loss_coeff": 1.0,
     "pate_log_label_agreement": True,
+    "pate_secure_mode": False,
 }
 
 
@@ -110,6 +112,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
         pate_queries_per_sample: int | None = NotProvided,
         pate_label_loss_coeff: float = NotProvided,
         pate_log_label_agreement: bool = NotProvided,
+        pate_secure_mode: bool = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PPO's and PATE's training settings (see README "PATEPPO keys").
@@ -128,6 +131,8 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             pate_queries_per_sample: Most states sent per EnvRunner sample (None: all).
             pate_label_loss_coeff: Weight of the cross-entropy to the labels.
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
+            pate_secure_mode: Floating-point-safe noisy max (OpenDP Laplace, OS entropy);
+                the seed then does not drive the labels' noise.
             **kwargs: Forwarded to ``PPOConfig.training``.
 
         Returns:
@@ -190,6 +195,14 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
                 "config key 'pate_log_label_agreement' must be true or false, "
                 f"got {self.pate_log_label_agreement!r}"
             )
+        if not isinstance(self.pate_secure_mode, bool):
+            raise PrivacyConfigError(
+                "config key 'pate_secure_mode' must be true or false, "
+                f"got {self.pate_secure_mode!r}"
+            )
+        if self.seed is not None:
+            # The labeler's noise is seeded from the run's seed (config.seed).
+            warn_fixed_seed("seed (PATE labeler noise)", secure_mode=self.pate_secure_mode)
         callbacks = self.callbacks_class
         callbacks = callbacks if isinstance(callbacks, list | tuple) else [callbacks]
         if not any(isinstance(c, type) and issubclass(c, PATELabelingCallback) for c in callbacks):
@@ -281,6 +294,7 @@ class PATEPPO(PPO):
             ledger=config.build_pate_ledger(),
             seed=config.seed,
             track_label_agreement=config.pate_log_label_agreement,
+            secure_mode=config.pate_secure_mode,
         )
         self._share_labeler()
 
