@@ -550,7 +550,8 @@ def run_tuner(
     if seeds is not None:
         space["seed"] = tune.grid_search(list(seeds))
         if trainable == "KickstartPPO":
-            # The teacher's noise stream follows the student's seed (deterministic runs).
+            # The teacher's seed follows the student's; its noise also mixes in a fresh
+            # OS-entropy nonce per start (NoiseStreams), so reruns differ in the noise.
             space["teacher_seed"] = tune.sample_from(lambda spec: spec.config.seed)
     callback, stopper = _make_stopper(stops)
     tuner = tune.Tuner(
