@@ -74,3 +74,15 @@ def test_least_confident_selection_runs_and_bad_selection_is_rejected(
     assert result.num_queries == 60 and not math.isnan(result.student_accuracy)
     with pytest.raises(ValueError, match="selection"):
         run_supervised_pate(data, num_teachers=5, gamma=1.0, selection="all")
+
+
+def test_secure_mode_labels_are_accounted_like_the_default(data: dict[str, np.ndarray]) -> None:
+    default = run_supervised_pate(data, num_teachers=5, gamma=1.0, max_queries=80, seed=0, **FAST)
+    secure = run_supervised_pate(
+        data, num_teachers=5, gamma=1.0, max_queries=80, seed=0, secure_mode=True, **FAST
+    )
+    # Same seed → same teachers, query order and votes, so the same ε; only the noise differs.
+    assert secure.num_queries == default.num_queries == 80
+    assert secure.epsilon == pytest.approx(default.epsilon)
+    assert secure.epsilon_data_independent == pytest.approx(default.epsilon_data_independent)
+    assert secure.label_accuracy > 0.6

@@ -177,6 +177,7 @@ def run_supervised_pate(
     seed: int = 0,
     make_model: ModelFactory = _default_model,
     teachers: list[Any] | None = None,
+    secure_mode: bool = False,
 ) -> SupervisedPATEResult:
     """Teachers on disjoint private partitions → noisy-max labels → student; accuracy and ε.
 
@@ -194,6 +195,9 @@ def run_supervised_pate(
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
         teachers: Already trained teachers (from :func:`train_teachers` with the same
             ``num_teachers``) to reuse across settings; None trains them here.
+        secure_mode: Draw the vote noise with OpenDP's floating-point-safe Laplace sampler
+            from OS entropy (see :func:`~rllib_privacy.mechanisms.noisy_max`); the seed then
+            drives only partitioning and query order.
 
     Returns:
         A :class:`SupervisedPATEResult`.
@@ -234,7 +238,9 @@ def run_supervised_pate(
         answered = ledger.affordable(votes)  # stop at the budget: no label beyond it
         ledger.record(votes[:answered])
         labeled_idx.extend(chosen[:answered])
-        labels.extend(noisy_max(votes[:answered], gamma=gamma, rng=rng).tolist())
+        labels.extend(
+            noisy_max(votes[:answered], gamma=gamma, rng=rng, secure_mode=secure_mode).tolist()
+        )
 
     if selection == "random":
         ask(max_queries)
