@@ -71,6 +71,10 @@ PATE_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Largest ``pate_max_order`` (the paper uses 8; ε barely changes past a few dozen).
+MAX_PATE_ORDER = 1024
+
+
 class PATEPPOConfig(StrictConfigMixin, PPOConfig):
     """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
 
@@ -184,6 +188,11 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
         if self.pate_max_queries is not None:
             _check_int("pate_max_queries", self.pate_max_queries, low=0)
         _check_int("pate_max_order", self.pate_max_order, low=1)
+        if self.pate_max_order > MAX_PATE_ORDER:
+            raise PrivacyConfigError(
+                f"config key 'pate_max_order' must be at most {MAX_PATE_ORDER} (one moment "
+                f"per order is kept for every query), got {self.pate_max_order!r}"
+            )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
         if not isinstance(self.pate_log_label_agreement, bool):
             raise PrivacyConfigError(
