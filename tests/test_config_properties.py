@@ -21,6 +21,7 @@ import contextlib
 import copy
 import inspect
 import io
+import json
 import math
 import re
 import string
@@ -398,14 +399,14 @@ def _ray_must_not_start(monkeypatch: pytest.MonkeyPatch):
     yield
 
 
-def run_cli_on(text: str, suffix: str = ".yaml") -> tuple[int, str, str]:
-    """``rllib train -f FILE --dry-run`` in this process; returns (code, stderr, path)."""
+def run_cli_on(text: str, *args: str, suffix: str = ".yaml") -> tuple[int, str, str]:
+    """``rllib train -f FILE --dry-run ARGS`` in this process; returns (code, stderr, path)."""
     with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as f:
         f.write(text)
         path = f.name
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = rllib_main(["train", "-f", path, "--dry-run", "--ray-num-gpus", "0"])
+        code = rllib_main(["train", "-f", path, "--dry-run", "--ray-num-gpus", "0", *args])
     Path(path).unlink()
     return code, err.getvalue(), path
 
@@ -568,6 +569,66 @@ def test_unknown_algorithm_is_rejected_naming_run(run: Any) -> None:
 def test_unknown_env_is_rejected_naming_env(env: Any) -> None:
     code, err, path = run_cli_on(experiment_text(env=env))
     assert_usage_error(code, err, path, "env")
+
+
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+@FAST
+@given(
+    option=st.sampled_from(["--stop", "--config"]),
+    value=st.one_of(
+        st.text(max_size=12),  # Mostly not JSON at all.
+        JSON_VALUES.map(json.dumps),
+        st.dictionaries(
+            st.sampled_from([*own_training_keys("LDPA3C"), "training_iteraton", "lr"]),
+            BAD_VALUES.filter(lambda v: not (isinstance(v, float) and math.isnan(v))),
+            min_size=1,
+            max_size=2,
+        ).map(json.dumps),
+    ),
+)
+def test_bad_command_line_override_is_a_usage_error(option: str, value: str) -> None:
+    code, err, path = run_cli_on(experiment_text(), option, value)
+    if code == 0:
+        return  # A valid override (e.g. {} or a valid value).
+    assert code == 2, err
+    assert err.startswith("error: "), err
+    assert "Traceback" not in err, err
+    assert option in err or path in err, err
+
+
+@pytest.mark.parametrize("algo_name", ALGORITHM_NAMES)
+@FAST
+@given(data=st.data())
+def test_bad_value_in_a_grid_search_names_the_variant_and_key(algo_name: str, data: Any) -> None:
+    key = data.draw(st.sampled_from(own_training_keys(algo_name)))
+    value = data.draw(BAD_VALUES)
+    spec = base_experiment(algo_name)
+    single = copy.deepcopy(spec)
+    single["config"][key] = value
+    try:
+        validate(single)
+    except ExperimentFileError:
+        pass
+    else:
+        assume(False)  # A valid value: nothing to find in the grid.
+    valid = spec["config"].get(key, getattr(_default_config(algo_name), key))
+    spec["config"][key] = {"grid_search": [valid, value]}
+    with pytest.raises(ExperimentFileError) as info:
+        validate(spec)
+    assert_names(info.value, key)
+    assert "variant 2 of 2" in str(info.value), str(info.value)
+
+
+def _default_config(algo_name: str) -> Any:
+    return get_trainable_cls(algo_name).get_default_config()
 
 
 VALID_FILE = experiment_text()
