@@ -897,14 +897,56 @@ def _normalize_env_config(config: dict[str, Any]) -> None:
 
 
 def _validate_env_config(variant: Mapping[str, Any], default_env: Any = None) -> None:
-    """Run the env's own ``env_config`` check (see ``envs.ENV_CONFIG_HOOKS``)."""
+    """Run the env's own ``env_config`` check (see ``envs.ENV_CONFIG_HOOKS``).
+
+    A gymnasium id without a hook gets its ``env_config`` keys checked against the
+    arguments of its constructor: RLlib passes them to ``gym.make_vec`` as keywords, so
+    a typo would otherwise be a TypeError inside every EnvRunner.
+    """
     from rllib_privacy.envs import ENV_CONFIG_HOOKS
 
+    env_config = variant.get("env_config")
+    if env_config is not None and not isinstance(env_config, Mapping):
+        raise PrivacyConfigError(
+            f"config key 'env_config' must be a mapping, got {_describe(env_config)}"
+        )
     # An algorithm's default env (LDPA3C's CartPoleGravity) gets the same check.
     env = variant.get("env") or default_env
     hooks = ENV_CONFIG_HOOKS.get(env) if isinstance(env, str) else None
     if hooks:
-        hooks[0](variant.get("env_config") or {})
+        hooks[0](env_config or {})
+    elif isinstance(env, str) and env_config:
+        _check_gymnasium_env_config(env, env_config)
+
+
+#: Keywords ``gym.make``/``gym.make_vec`` take themselves (not passed to the env).
+_GYM_MAKE_KEYWORDS = ("render_mode", "max_episode_steps", "disable_env_checker", "autoreset")
+
+
+def _check_gymnasium_env_config(env: str, env_config: Mapping[str, Any]) -> None:
+    """Unknown ``env_config`` keys of a gymnasium id are an error (see the caller)."""
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    if _global_registry.contains(ENV_CREATOR, env):
+        return  # A Tune env creator takes the whole env_config; it checks it itself.
+    try:
+        spec = gym.spec(env.rpartition(":")[2])
+        creator = spec.entry_point
+        if isinstance(creator, str):
+            creator = gym.envs.registration.load_env_creator(creator)
+        parameters = inspect.signature(creator).parameters.values()
+    except (gym.error.Error, ImportError, AttributeError, TypeError, ValueError):
+        return  # Not a gymnasium id, or one whose arguments cannot be read.
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    allowed = sorted({p.name for p in parameters if p.name != "self"} | set(_GYM_MAKE_KEYWORDS))
+    for key in env_config:
+        if key not in allowed and key not in spec.kwargs:
+            raise PrivacyConfigError(
+                f"env_config key {key!r} is not an argument of {env!r}"
+                f"{did_you_mean(str(key), allowed)}; allowed: {', '.join(allowed)}"
+            )
 
 
 def _check_config_keys(config: Mapping[str, Any], default: Any, label: str) -> None:

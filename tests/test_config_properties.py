@@ -46,6 +46,8 @@ from rllib_privacy.algorithms.count_exploration.count_exploration_config import 
 from rllib_privacy.cli import rllib_main
 from rllib_privacy.envs import (
     ACROBOT_MASS_ENV_ID,
+    ATARI_PIXELS_ENV_ID,
+    ATARI_RAM_ENV_ID,
     CARTPOLE_GRAVITY_ENV_ID,
     INSTANCE_LAPLACE_ENV_ID,
 )
@@ -79,6 +81,21 @@ ENV_CONFIG_KEYS = {
     ACROBOT_MASS_ENV_ID: ("link_mass_choices",),
 }
 
+#: Every env whose env_config is checked before Ray starts, with its allowed keys: ours
+#: (by their ENV_CONFIG_HOOKS) and a gymnasium id (by its constructor's arguments).
+MISSPELLABLE_ENV_CONFIG_KEYS = {
+    **ENV_CONFIG_KEYS,
+    ATARI_RAM_ENV_ID: ("game", "scale"),
+    ATARI_PIXELS_ENV_ID: ("game", "framestack"),
+    "CartPole-v1": (
+        "sutton_barto_reward",
+        "render_mode",
+        "max_episode_steps",
+        "disable_env_checker",
+        "autoreset",
+    ),
+}
+
 #: Values nobody should be able to sneak into a config unnoticed.
 BAD_VALUES = st.one_of(
     st.text(alphabet=string.ascii_letters + string.digits + " -_", max_size=8),
@@ -90,6 +107,14 @@ BAD_VALUES = st.one_of(
     st.lists(st.integers(-3, 3), max_size=3),
     st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2),
 )
+
+
+#: Values where an experiment file needs a mapping.
+NOT_A_MAPPING = st.one_of(st.lists(st.integers(), max_size=2), st.text(max_size=5), st.integers())
+
+
+#: The same, but not null (which means "the default" for an optional mapping).
+NOT_A_MAPPING_NOR_NULL = st.one_of(NOT_A_MAPPING, st.booleans(), st.floats(allow_nan=False))
 
 
 def own_training_keys(algo_name: str) -> tuple[str, ...]:
@@ -239,16 +264,28 @@ def test_misspelled_count_exploration_key_is_named(algo_name: str, data: Any) ->
     assert_typo_rejected(spec, key, typo, edits)
 
 
-@pytest.mark.parametrize("env_id", sorted(ENV_CONFIG_KEYS))
+@pytest.mark.parametrize("env_id", sorted(MISSPELLABLE_ENV_CONFIG_KEYS))
 @FAST
 @given(data=st.data())
 def test_misspelled_env_config_key_is_named_before_ray_starts(env_id: str, data: Any) -> None:
-    keys = ENV_CONFIG_KEYS[env_id]
+    keys = MISSPELLABLE_ENV_CONFIG_KEYS[env_id]
     key, typo, edits = data.draw(misspelling(keys, frozenset(keys)))
     spec = base_experiment("ExplorationDQN")
     spec["env"] = env_id
     spec["config"]["env_config"] = {typo: 1}
     assert_typo_rejected(spec, key, typo, edits)
+
+
+@pytest.mark.parametrize("env_id", sorted(MISSPELLABLE_ENV_CONFIG_KEYS))
+@FAST
+@given(env_config=NOT_A_MAPPING_NOR_NULL)
+def test_env_config_that_is_not_a_mapping_is_named(env_id: str, env_config: Any) -> None:
+    spec = base_experiment("ExplorationDQN")
+    spec["env"] = env_id
+    spec["config"]["env_config"] = env_config
+    with pytest.raises(ExperimentFileError) as info:
+        validate(spec)
+    assert_names(info.value, "env_config")
 
 
 # --- (b) wrong-typed and out-of-range values ---------------------------------------------
@@ -451,10 +488,6 @@ def test_unknown_experiment_key_is_named(key: str) -> None:
     assume(key not in EXPERIMENT_KEYS)
     code, err, path = run_cli_on(experiment_text(**{key: 1}))
     assert_usage_error(code, err, path, f"unknown key {key!r}", "experiment 'exp'")
-
-
-#: Values where an experiment file needs a mapping.
-NOT_A_MAPPING = st.one_of(st.lists(st.integers(), max_size=2), st.text(max_size=5), st.integers())
 
 
 @FAST

@@ -103,7 +103,11 @@ def validate_positive_choices(key: str, choices: Any) -> tuple[float, ...]:
 
 
 def check_env_config(
-    env_name: str, env_config: Any, validators: Mapping[str, Callable[[Any], Any]]
+    env_name: str,
+    env_config: Any,
+    validators: Mapping[str, Callable[[Any], Any]],
+    *,
+    extra: tuple[str, ...] = ("render_mode",),
 ) -> Mapping[str, Any]:
     """Check an ``env_config`` before Ray starts: known keys only, each value valid.
 
@@ -111,7 +115,8 @@ def check_env_config(
         env_name: The env's name, for messages.
         env_config: The ``env_config`` of an experiment (None: empty).
         validators: Each allowed key mapped to a function that raises
-            PrivacyConfigError for a bad value (``render_mode`` is always allowed).
+            PrivacyConfigError for a bad value.
+        extra: Keys allowed without a check (gymnasium's ``render_mode`` by default).
 
     Returns:
         ``env_config`` unchanged (the normalize hook of ``ENV_CONFIG_HOOKS``).
@@ -126,7 +131,7 @@ def check_env_config(
         return {}
     if not isinstance(env_config, Mapping):
         raise PrivacyConfigError(f"env_config of {env_name} must be a mapping, got {env_config!r}")
-    allowed = (*validators, "render_mode")
+    allowed = (*validators, *extra)
     for key, value in env_config.items():
         if key not in allowed:
             raise PrivacyConfigError(
