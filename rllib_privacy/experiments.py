@@ -1015,15 +1015,47 @@ def _validate_variants(
 def _validate_variant(variant: dict[str, Any], algo_cls: type, where: str) -> None:
     """Run the config class's hook, ``update_from_dict`` and ``validate``."""
     config = algo_cls.get_default_config()
-    try:
+    with _as_config_error(where, config):
         _call_validate_hook(type(config), copy.deepcopy(variant))
         _validate_env_config(variant, config.env)
         _validate_ldp_gradient(variant)
         config.update_from_dict(copy.deepcopy(variant))
         config.validate()
+    _validate_evaluation_config(config, variant, where)
+
+
+def _validate_evaluation_config(config: Any, variant: Mapping[str, Any], where: str) -> None:
+    """Validate the config evaluation EnvRunners get (``evaluation_config`` merged in).
+
+    Its values are otherwise only applied inside Ray, when evaluation starts.
+    """
+    evaluation_config = variant.get("evaluation_config")
+    if not isinstance(evaluation_config, Mapping) or not evaluation_config:
+        return
+    merged = {k: v for k, v in variant.items() if k != "evaluation_config"}
+    merged.update(evaluation_config)
+    with _as_config_error(f"{where}evaluation_config: ", config):
+        _call_validate_hook(type(config), copy.deepcopy(merged))
+        _validate_env_config(merged, config.env)
+        config.get_evaluation_config_object().validate()
+
+
+@contextlib.contextmanager
+def _as_config_error(where: str, config: Any) -> Iterator[None]:
+    """Re-raise what RLlib's validation raises as a PrivacyConfigError prefixed by ``where``."""
+    try:
+        yield
     except PrivacyConfigError as e:
         raise PrivacyConfigError(f"{where}{e}") from None
-    except (ValueError, TypeError, AttributeError, KeyError, ImportError, AssertionError) as e:
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        ImportError,
+        AssertionError,
+        ArithmeticError,  # e.g. an OverflowError from a huge value
+    ) as e:
         message = str(e).replace(_RLLIB_SUPPRESS_HINT, "").strip() or type(e).__name__
         raise PrivacyConfigError(
             f"{where}invalid config for {type(config).__name__}: {message}"

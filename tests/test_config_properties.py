@@ -33,7 +33,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.dqn import DQNConfig
@@ -70,6 +70,9 @@ FAST = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+#: Per-key properties run once per key: fewer draws each (NASTY_VALUES always run too).
+PER_KEY = settings(FAST, max_examples=10)
 
 #: The RLlib classes our config classes extend: their keys are RLlib's, not ours.
 RLLIB_BASES = (PPOConfig, DQNConfig, AlgorithmConfig)
@@ -115,6 +118,32 @@ NOT_A_MAPPING = st.one_of(st.lists(st.integers(), max_size=2), st.text(max_size=
 
 #: The same, but not null (which means "the default" for an optional mapping).
 NOT_A_MAPPING_NOR_NULL = st.one_of(NOT_A_MAPPING, st.booleans(), st.floats(allow_nan=False))
+
+
+#: Checked for every own key on top of hypothesis's draws (which may miss one of them).
+NASTY_VALUES = (
+    math.nan,
+    math.inf,
+    -math.inf,
+    -1,
+    0,
+    True,
+    False,
+    None,
+    "",
+    "x",
+    "1e-5",
+    [],
+    {},
+    10**30,
+)
+
+
+def with_nasty_examples(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` (a ``@given(value=...)`` test) on every NASTY_VALUES value too."""
+    for value in NASTY_VALUES:
+        test = example(value=value)(test)
+    return test
 
 
 def own_training_keys(algo_name: str) -> tuple[str, ...]:
@@ -182,7 +211,10 @@ def _is_number(value: Any) -> bool:
 
 def assert_used(key: str, default: Any, value: Any, got: Any) -> None:
     """An accepted value must reach the config unchanged and have a sensible type."""
-    assert got == value, f"{key}={value!r} was accepted but the config holds {got!r}"
+    if _is_number(value) and _is_number(got):  # Stored as a float is fine.
+        assert float(got) == float(value), f"{key}={value!r} accepted, config holds {got!r}"
+    else:
+        assert got == value, f"{key}={value!r} was accepted but the config holds {got!r}"
     if isinstance(value, float):
         assert not math.isnan(value), f"{key}: NaN accepted"
     if isinstance(default, bool):
@@ -294,11 +326,17 @@ OWN_KEY_CASES = [(algo, key) for algo in ALGORITHM_NAMES for key in own_training
 
 
 @pytest.mark.parametrize(("algo_name", "key"), OWN_KEY_CASES)
-@FAST
+@PER_KEY
 @given(value=BAD_VALUES)
+@with_nasty_examples
 def test_bad_value_of_own_key_is_rejected_naming_it_or_used(
     algo_name: str, key: str, value: Any
 ) -> None:
+    check_own_key_value(algo_name, key, value)
+
+
+def check_own_key_value(algo_name: str, key: str, value: Any) -> None:
+    """Rejected naming ``key``, or accepted and held by the config as given."""
     algo_cls = get_trainable_cls(algo_name)
     default = getattr(algo_cls.get_default_config(), key)
     spec = base_experiment(algo_name)
@@ -324,8 +362,9 @@ SPEC_DEFAULTS = ExplorationSpec()
 
 
 @pytest.mark.parametrize("key", ExplorationSpec.keys())
-@FAST
+@PER_KEY
 @given(value=BAD_VALUES)
+@with_nasty_examples
 def test_bad_count_exploration_value_is_rejected_naming_it_or_used(key: str, value: Any) -> None:
     spec = base_experiment("ExplorationPPO")
     spec["config"]["count_exploration"] = {key: value}
@@ -354,8 +393,9 @@ def _env_config_reader(env_id: str) -> Callable[[dict[str, Any]], Any]:
 
 
 @pytest.mark.parametrize(("env_id", "key"), ENV_CONFIG_CASES)
-@FAST
+@PER_KEY
 @given(value=BAD_VALUES)
+@with_nasty_examples
 def test_bad_env_config_value_is_rejected_naming_it_or_used(
     env_id: str, key: str, value: Any
 ) -> None:
@@ -404,8 +444,9 @@ def test_misspelled_ldp_gradient_key_is_named_before_ray_starts(data: Any) -> No
 
 
 @pytest.mark.parametrize("field", ["name", "epsilon", "clip", "reduced_dim", "debias"])
-@FAST
+@PER_KEY
 @given(value=BAD_VALUES)
+@with_nasty_examples
 def test_bad_ldp_gradient_value_is_rejected_naming_it_or_used(field: str, value: Any) -> None:
     from rllib_privacy.mechanisms import GradientMechanism
 
@@ -660,6 +701,28 @@ def test_bad_value_in_a_grid_search_names_the_variant_and_key(algo_name: str, da
     assert "variant 2 of 2" in str(info.value), str(info.value)
 
 
+@pytest.mark.parametrize("algo_name", ALGORITHM_NAMES)
+@FAST
+@given(data=st.data())
+def test_bad_value_in_evaluation_config_is_named(algo_name: str, data: Any) -> None:
+    # Evaluation EnvRunners get the config with evaluation_config merged in.
+    key = data.draw(st.sampled_from(own_training_keys(algo_name)))
+    value = data.draw(BAD_VALUES)
+    single = base_experiment(algo_name)
+    single["config"][key] = value
+    try:
+        validate(single)
+    except ExperimentFileError:
+        pass
+    else:
+        assume(False)  # A valid value: nothing to find.
+    spec = base_experiment(algo_name)
+    spec["config"]["evaluation_config"] = {key: value}
+    with pytest.raises(ExperimentFileError) as info:
+        validate(spec)
+    assert_names(info.value, "evaluation_config", key)
+
+
 def _default_config(algo_name: str) -> Any:
     return get_trainable_cls(algo_name).get_default_config()
 
@@ -718,7 +781,11 @@ REGRESSIONS = [
     ("KickstartPPO", {"teacher_eta": 0.6, "teacher_tau": 0.001}, ("teacher_eta",)),
     ("KickstartPPO", {"teacher_seed": True}, ("teacher_seed",)),
     ("KickstartPPO", {"teacher_delta_samples": 10**12}, ("teacher_delta_samples",)),
-    # PATEPPO: a huge moment order failed with numpy's "Maximum allowed size exceeded".
+    # PATEPPO: -inf passed the budget check (as "no limit") and failed in the ledger,
+    # naming 'epsilon_budget'; a huge moment order failed with "Maximum allowed size".
+    ("PATEPPO", {"pate_epsilon_budget": -math.inf}, ("'pate_epsilon_budget'",)),
+    # ... and a huge γ overflowed the accountant: an OverflowError traceback, no key.
+    ("PATEPPO", {"pate_gamma": 1e154}, ("'pate_gamma'",)),
     ("PATEPPO", {"pate_max_order": 10**30}, ("pate_max_order",)),
     # ILM: a list dataset was a TypeError (unhashable) without the key.
     (
@@ -726,6 +793,13 @@ REGRESSIONS = [
         {"env": INSTANCE_LAPLACE_ENV_ID, "env_config": {"dataset": []}},
         ("dataset",),
     ),
+    # env_config that is no mapping failed without the key (ILM) or only in Ray (gymnasium
+    # ids); a gymnasium env's constructor got unknown env_config keys inside every EnvRunner.
+    ("ExplorationDQN", {"env": INSTANCE_LAPLACE_ENV_ID, "env_config": [1]}, ("'env_config'",)),
+    ("ExplorationDQN", {"env_config": {"anything": 1}}, ("'anything'",)),
+    ("ExplorationDQN", {"env": ATARI_RAM_ENV_ID, "env_config": {"gmae": "x"}}, ("'gmae'",)),
+    # evaluation_config values were applied only when evaluation started, inside Ray.
+    ("LDPA3C", {"evaluation_config": {"epsilon": -1.0}}, ("evaluation_config", "'epsilon'")),
     # The privatizer mixin's settings were read only when the learner was built.
     ("PPO", {"learner_config_dict": {"ldp_gradient": {"name": "lap"}}}, ("ldp_gradient",)),
 ]
