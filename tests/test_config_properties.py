@@ -678,49 +678,39 @@ def test_bad_command_line_override_is_a_usage_error(option: str, value: str) -> 
     assert option in err or path in err, err
 
 
-@pytest.mark.parametrize("algo_name", ALGORITHM_NAMES)
-@FAST
-@given(data=st.data())
-def test_bad_value_in_a_grid_search_names_the_variant_and_key(algo_name: str, data: Any) -> None:
+def draw_rejected_value(algo_name: str, data: Any) -> tuple[str, Any]:
+    """An own key and a value for it that the experiment's config rejects."""
     key = data.draw(st.sampled_from(own_training_keys(algo_name)))
     value = data.draw(BAD_VALUES)
     spec = base_experiment(algo_name)
-    single = copy.deepcopy(spec)
-    single["config"][key] = value
+    spec["config"][key] = value
     try:
-        validate(single)
-    except ExperimentFileError:
-        pass
-    else:
-        assume(False)  # A valid value: nothing to find in the grid.
-    valid = spec["config"].get(key, getattr(_default_config(algo_name), key))
-    spec["config"][key] = {"grid_search": [valid, value]}
-    with pytest.raises(ExperimentFileError) as info:
         validate(spec)
-    assert_names(info.value, key)
-    assert "variant 2 of 2" in str(info.value), str(info.value)
+    except ExperimentFileError:
+        return key, value
+    assume(False)  # A valid value: nothing to find.
+    raise AssertionError("unreachable")
 
 
+@pytest.mark.parametrize("placement", ["grid_search", "evaluation_config"])
 @pytest.mark.parametrize("algo_name", ALGORITHM_NAMES)
 @FAST
 @given(data=st.data())
-def test_bad_value_in_evaluation_config_is_named(algo_name: str, data: Any) -> None:
-    # Evaluation EnvRunners get the config with evaluation_config merged in.
-    key = data.draw(st.sampled_from(own_training_keys(algo_name)))
-    value = data.draw(BAD_VALUES)
-    single = base_experiment(algo_name)
-    single["config"][key] = value
-    try:
-        validate(single)
-    except ExperimentFileError:
-        pass
-    else:
-        assume(False)  # A valid value: nothing to find.
+def test_rejected_value_is_named_in_a_grid_search_and_in_evaluation_config(
+    placement: str, algo_name: str, data: Any
+) -> None:
+    key, value = draw_rejected_value(algo_name, data)
     spec = base_experiment(algo_name)
-    spec["config"]["evaluation_config"] = {key: value}
+    if placement == "grid_search":  # Every variant is built and validated.
+        valid = spec["config"].get(key, getattr(_default_config(algo_name), key))
+        spec["config"][key] = {"grid_search": [valid, value]}
+        names: tuple[str, ...] = ("variant 2 of 2", key)
+    else:  # Evaluation EnvRunners get the config with evaluation_config merged in.
+        spec["config"]["evaluation_config"] = {key: value}
+        names = ("evaluation_config", key)
     with pytest.raises(ExperimentFileError) as info:
         validate(spec)
-    assert_names(info.value, "evaluation_config", key)
+    assert_names(info.value, *names)
 
 
 def _default_config(algo_name: str) -> Any:
