@@ -744,6 +744,35 @@ def test_duplicate_key_is_rejected_with_its_line(line: int) -> None:
     assert_usage_error(code, err, path, f"duplicate key {key!r}", f"line {line + 2}")
 
 
+# --- rllib-privacy tools ---------------------------------------------------------------------
+
+NUMBER_TEXT = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["1e308", "1e200", "-0", "0", "abc", ""]),
+)
+
+
+@FAST
+@given(
+    gamma=NUMBER_TEXT,
+    delta=NUMBER_TEXT,
+    max_order=st.integers(-3, 10**9).map(str),
+    queries=st.integers(-3, 10**6).map(str),
+)
+def test_pate_epsilon_tool_never_crashes_on_bad_options(
+    gamma: str, delta: str, max_order: str, queries: str
+) -> None:
+    from rllib_privacy.cli import tools_main
+
+    err = io.StringIO()
+    argv = ["pate-epsilon", "--queries", queries, "--gamma", gamma, "--delta", delta]
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = tools_main([*argv, "--max-order", max_order])
+    assert code in (0, 2), err.getvalue()
+    if code == 2:
+        assert "error: " in err.getvalue() and "Traceback" not in err.getvalue()
+
+
 # --- regression tests: one per bug these properties found ---------------------------------
 
 REGRESSIONS = [
@@ -828,6 +857,23 @@ def test_regression_bad_experiment_key_is_named(
 ) -> None:
     code, err, path = run_cli_on(experiment_text(**change))
     assert_usage_error(code, err, path, *fragments)
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        # An OverflowError traceback; and a huge order exhausted the memory.
+        (["--gamma", "1e200"], "--gamma"),
+        (["--gamma", "0.1", "--max-order", "1000000000"], "--max-order"),
+    ],
+)
+def test_regression_pate_epsilon_tool_names_the_option(options: list[str], fragment: str) -> None:
+    from rllib_privacy.cli import tools_main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = tools_main(["pate-epsilon", "--queries", "10", "--delta", "1e-5", *options])
+    assert code == 2 and fragment in err.getvalue(), err.getvalue()
 
 
 def test_regression_yaml_exponent_without_dot_is_a_float() -> None:
