@@ -572,6 +572,10 @@ def _list_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: Largest --max-order of pate-epsilon (as PATEPPO's pate_max_order).
+_MAX_MOMENT_ORDER = 1024
+
+
 def _pate_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--votes",
@@ -596,6 +600,11 @@ def _pate_epsilon_run(args: argparse.Namespace) -> int:
         raise PrivacyConfigError("give --votes FILE.npy or --queries N (or both)")
     if args.queries is not None and args.queries < 0:
         raise PrivacyConfigError(f"--queries must be >= 0, got {args.queries}")
+    # One moment per order is kept per query: a huge order would exhaust memory.
+    if args.max_order > _MAX_MOMENT_ORDER:
+        raise PrivacyConfigError(
+            f"--max-order must be at most {_MAX_MOMENT_ORDER}, got {args.max_order}"
+        )
     votes = None
     if args.votes is not None:
         try:
@@ -618,6 +627,10 @@ def _pate_epsilon_run(args: argparse.Namespace) -> int:
         composition = advanced_composition_epsilon(
             independent.num_queries, gamma=args.gamma, delta=args.delta
         )
+    except ArithmeticError as e:  # e.g. 2γ²l(l+1) overflowing for a huge --gamma
+        raise PrivacyConfigError(
+            f"--gamma {args.gamma:g} / --max-order {args.max_order}: the moments overflow ({e})"
+        ) from None
     except ValueError as e:
         # The accountant names its arguments; name the command-line options instead.
         message = str(e).replace("votes_or_count", "--votes").replace("max_order", "--max-order")

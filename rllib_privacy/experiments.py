@@ -49,6 +49,7 @@ import json
 import logging
 import math
 import os
+import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -373,7 +374,11 @@ def translate_metric_key(key: str) -> str:
 
 
 def translate_stop(
-    stop: Any, notices: list[str], extra_result_keys: Collection[str] = ()
+    stop: Any,
+    notices: list[str],
+    extra_result_keys: Collection[str] = (),
+    *,
+    typo_is_error: bool = True,
 ) -> dict[str, float]:
     """Validate stop criteria and rename old API stack keys.
 
@@ -382,6 +387,9 @@ def translate_stop(
         notices: Receives one line per translated or suspicious key.
         extra_result_keys: Top-level result keys the algorithm adds to RLlib's
             (an Algorithm class may list them in ``TOP_LEVEL_RESULT_KEYS``).
+        typo_is_error: Raise for an unknown top-level key close to a known one (Tune
+            only logs a warning for a stop key its results lack and runs on forever);
+            False when the algorithm, and so its result keys, is not known yet.
 
     Returns:
         The stop criteria with new API stack keys.
@@ -407,6 +415,12 @@ def translate_stop(
             raise PrivacyConfigError(f"stop key {new_key!r} is given twice (as {key!r})")
         known = (*TOP_LEVEL_RESULT_KEYS, *extra_result_keys)
         if "/" not in new_key and new_key not in known:
+            if typo_is_error and did_you_mean(new_key, known):
+                raise PrivacyConfigError(
+                    f"stop key {new_key!r} is not a top-level result key"
+                    f"{did_you_mean(new_key, known)}; a trial never stops on a key that "
+                    "its results lack"
+                )
             notices.append(
                 f"stop key {new_key!r} is not a top-level result key of RLlib algorithms"
                 f"{did_you_mean(new_key, known)}; a trial never stops on a "
@@ -609,6 +623,15 @@ _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
 )
 
+# PyYAML follows YAML 1.1, where a float needs a dot: `lr: 1e-5` would reach the config
+# as the string "1e-5" and fail deep inside a Ray worker. YAML 1.2 (and JSON) read it as
+# a float; so does this loader. (add_implicit_resolver copies the resolvers per class.)
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
 
 def _parse_text(path: str, text: str) -> Any:
     if path.lower().endswith(".json"):
@@ -659,7 +682,7 @@ def _normalize_overrides(overrides: Overrides, path: str, notices: list[str]) ->
     try:
         if stop is not None:
             option_notices: list[str] = []
-            stop = translate_stop(stop, option_notices)
+            stop = translate_stop(stop, option_notices, typo_is_error=False)
             notices.extend(f"--stop: {n}" for n in option_notices)
         if config is not None:
             option_notices = []
@@ -691,7 +714,9 @@ def _normalize_experiment(
     algo_cls = resolve_algorithm(spec["run"])
     param_spaces = _param_spaces(spec, algo_cls, overrides.config or {}, has_gpus, notices)
     if overrides.stop is not None:
-        stop = dict(overrides.stop)
+        # Checked again now that the algorithm's own result keys are known (no notices:
+        # the override's were given once for the whole file).
+        stop = translate_stop(overrides.stop, [], getattr(algo_cls, "TOP_LEVEL_RESULT_KEYS", ()))
     else:
         stop = translate_stop(
             spec.get("stop", {}), notices, getattr(algo_cls, "TOP_LEVEL_RESULT_KEYS", ())
@@ -871,14 +896,57 @@ def _normalize_env_config(config: dict[str, Any]) -> None:
         config["env_config"] = hooks[1](env_config)
 
 
-def _validate_env_config(variant: Mapping[str, Any]) -> None:
-    """Run the env's own ``env_config`` check (see ``envs.ENV_CONFIG_HOOKS``)."""
+def _validate_env_config(variant: Mapping[str, Any], default_env: Any = None) -> None:
+    """Run the env's own ``env_config`` check (see ``envs.ENV_CONFIG_HOOKS``).
+
+    A gymnasium id without a hook gets its ``env_config`` keys checked against the
+    arguments of its constructor: RLlib passes them to ``gym.make_vec`` as keywords, so
+    a typo would otherwise be a TypeError inside every EnvRunner.
+    """
     from rllib_privacy.envs import ENV_CONFIG_HOOKS
 
-    env = variant.get("env")
+    env_config = variant.get("env_config")
+    if env_config is not None and not isinstance(env_config, Mapping):
+        raise PrivacyConfigError(
+            f"config key 'env_config' must be a mapping, got {_describe(env_config)}"
+        )
+    # An algorithm's default env (LDPA3C's CartPoleGravity) gets the same check.
+    env = variant.get("env") or default_env
     hooks = ENV_CONFIG_HOOKS.get(env) if isinstance(env, str) else None
     if hooks:
-        hooks[0](variant.get("env_config") or {})
+        hooks[0](env_config or {})
+    elif isinstance(env, str) and env_config:
+        _check_gymnasium_env_config(env, env_config)
+
+
+#: Keywords ``gym.make``/``gym.make_vec`` take themselves (not passed to the env).
+_GYM_MAKE_KEYWORDS = ("render_mode", "max_episode_steps", "disable_env_checker", "autoreset")
+
+
+def _check_gymnasium_env_config(env: str, env_config: Mapping[str, Any]) -> None:
+    """Unknown ``env_config`` keys of a gymnasium id are an error (see the caller)."""
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    if _global_registry.contains(ENV_CREATOR, env):
+        return  # A Tune env creator takes the whole env_config; it checks it itself.
+    try:
+        spec = gym.spec(env.rpartition(":")[2])
+        creator = spec.entry_point
+        if isinstance(creator, str):
+            creator = gym.envs.registration.load_env_creator(creator)
+        parameters = inspect.signature(creator).parameters.values()
+    except (gym.error.Error, ImportError, AttributeError, TypeError, ValueError):
+        return  # Not a gymnasium id, or one whose arguments cannot be read.
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    allowed = sorted({p.name for p in parameters if p.name != "self"} | set(_GYM_MAKE_KEYWORDS))
+    for key in env_config:
+        if key not in allowed and key not in spec.kwargs:
+            raise PrivacyConfigError(
+                f"env_config key {key!r} is not an argument of {env!r}"
+                f"{did_you_mean(str(key), allowed)}; allowed: {', '.join(allowed)}"
+            )
 
 
 def _check_config_keys(config: Mapping[str, Any], default: Any, label: str) -> None:
@@ -947,18 +1015,67 @@ def _validate_variants(
 def _validate_variant(variant: dict[str, Any], algo_cls: type, where: str) -> None:
     """Run the config class's hook, ``update_from_dict`` and ``validate``."""
     config = algo_cls.get_default_config()
-    try:
+    with _as_config_error(where, config):
         _call_validate_hook(type(config), copy.deepcopy(variant))
-        _validate_env_config(variant)
+        _validate_env_config(variant, config.env)
+        _validate_ldp_gradient(variant)
         config.update_from_dict(copy.deepcopy(variant))
         config.validate()
+    _validate_evaluation_config(config, variant, where)
+
+
+def _validate_evaluation_config(config: Any, variant: Mapping[str, Any], where: str) -> None:
+    """Validate the config evaluation EnvRunners get (``evaluation_config`` merged in).
+
+    Its values are otherwise only applied inside Ray, when evaluation starts.
+    """
+    evaluation_config = variant.get("evaluation_config")
+    if not isinstance(evaluation_config, Mapping) or not evaluation_config:
+        return
+    merged = {k: v for k, v in variant.items() if k != "evaluation_config"}
+    merged.update(evaluation_config)
+    with _as_config_error(f"{where}evaluation_config: ", config):
+        _call_validate_hook(type(config), copy.deepcopy(merged))
+        _validate_env_config(merged, config.env)
+        config.get_evaluation_config_object().validate()
+
+
+@contextlib.contextmanager
+def _as_config_error(where: str, config: Any) -> Iterator[None]:
+    """Re-raise what RLlib's validation raises as a PrivacyConfigError prefixed by ``where``."""
+    try:
+        yield
     except PrivacyConfigError as e:
         raise PrivacyConfigError(f"{where}{e}") from None
-    except (ValueError, TypeError, AttributeError, KeyError, ImportError, AssertionError) as e:
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        ImportError,
+        AssertionError,
+        ArithmeticError,  # e.g. an OverflowError from a huge value
+    ) as e:
         message = str(e).replace(_RLLIB_SUPPRESS_HINT, "").strip() or type(e).__name__
         raise PrivacyConfigError(
             f"{where}invalid config for {type(config).__name__}: {message}"
         ) from None
+
+
+def _validate_ldp_gradient(variant: Mapping[str, Any]) -> None:
+    """Check ``learner_config_dict.ldp_gradient`` (LDPGradientPrivatizerMixin) before Ray.
+
+    The mixin reads it only when the learner is built, inside a Ray actor.
+    """
+    from rllib_privacy.mechanisms import GradientMechanism
+
+    learner_config = variant.get("learner_config_dict")
+    if not isinstance(learner_config, Mapping) or learner_config.get("ldp_gradient") is None:
+        return
+    try:
+        GradientMechanism.from_dict(learner_config["ldp_gradient"])
+    except ValueError as e:
+        raise PrivacyConfigError(f"learner_config_dict key 'ldp_gradient': {e}") from None
 
 
 def _call_validate_hook(config_cls: type, variant: dict[str, Any]) -> None:
@@ -987,6 +1104,12 @@ def _checkpoint_config(value: Any, notices: list[str]) -> dict[str, Any]:
                 f"unknown checkpoint_config key {key!r}{did_you_mean(str(key), allowed)}; "
                 f"allowed keys: {', '.join(allowed)}"
             )
+        # Tune's own checks miss some types ('yes' for a flag) and word others badly.
+        check = _CHECKPOINT_VALUE_CHECKS.get(key)
+        if check is not None and not check[0](checkpoint_config[key]):
+            raise PrivacyConfigError(
+                f"checkpoint_config key {key!r} must be {check[1]}, got {checkpoint_config[key]!r}"
+            )
     attribute = checkpoint_config.get("checkpoint_score_attribute")
     if isinstance(attribute, str) and translate_metric_key(attribute) != attribute:
         checkpoint_config["checkpoint_score_attribute"] = translate_metric_key(attribute)
@@ -999,6 +1122,23 @@ def _checkpoint_config(value: Any, notices: list[str]) -> dict[str, Any]:
     except (ValueError, TypeError) as e:
         raise PrivacyConfigError(f"invalid checkpoint_config: {e}") from None
     return checkpoint_config
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: checkpoint_config key -> (is the value allowed, what is allowed).
+_CHECKPOINT_VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "checkpoint_frequency": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "num_to_keep": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1 or null"),
+    "checkpoint_at_end": (lambda v: v is None or isinstance(v, bool), "true or false"),
+    "checkpoint_score_attribute": (
+        lambda v: v is None or (isinstance(v, str) and bool(v)),
+        "a result key or null",
+    ),
+    "checkpoint_score_order": (lambda v: v in ("max", "min"), "'max' or 'min'"),
+}
 
 
 def _num_samples(spec: Mapping[str, Any], overrides: Overrides) -> int:

@@ -220,7 +220,7 @@ def test_special_update_from_dict_keys_are_accepted(tmp_path, capsys):
         tmp_path,
         PPO_EXPERIMENT
         + "        lambda: 0.9\n        framework: torch\n        evaluation_interval: 1\n"
-        + "        model_config: {fcnet_hiddens: [16]}\n        env_config: {anything: 1}\n",
+        + "        model_config: {fcnet_hiddens: [16]}\n        env_config: {render_mode: null}\n",
     )
     spec, _ = dry_run(capsys, path)
     config = spec["ppo-cartpole"]["config"]

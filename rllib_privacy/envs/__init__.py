@@ -7,9 +7,19 @@ from typing import Any
 
 import gymnasium as gym
 
-from rllib_privacy.envs.acrobot_mass import AcrobotMassEnv
+from rllib_privacy.envs.acrobot_mass import AcrobotMassEnv, validate_acrobot_mass_env_config
+from rllib_privacy.envs.atari_pixels import (
+    ATARI_PIXELS_ENV_ID,
+    ATARI_RAM_ENV_ID,
+    validate_atari_pixels_env_config,
+    validate_atari_ram_env_config,
+)
 from rllib_privacy.envs.atari_ram import ram_env_id, register_ale_ram_envs
-from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityEnv
+from rllib_privacy.envs.cartpole_gravity import (
+    PAPER_GRAVITY_CHOICES,
+    CartPoleGravityEnv,
+    validate_cartpole_gravity_env_config,
+)
 from rllib_privacy.envs.instance_laplace import (
     InstanceWiseLaplaceEnv,
     absolute_data_path,
@@ -34,6 +44,12 @@ ACROBOT_MASS_ENV_ID = "rllib_privacy/AcrobotMass-v0"
 
 #: gymnasium id of MountainCar-v0 with reward 1 at the goal and 0 elsewhere.
 SPARSE_MOUNTAIN_CAR_ENV_ID = "rllib_privacy/SparseMountainCar-v0"
+
+# A bad env_config would otherwise only fail inside an EnvRunner, deep in a Ray traceback.
+ENV_CONFIG_HOOKS[CARTPOLE_GRAVITY_ENV_ID] = (validate_cartpole_gravity_env_config, lambda c: c)
+ENV_CONFIG_HOOKS[ACROBOT_MASS_ENV_ID] = (validate_acrobot_mass_env_config, lambda c: c)
+ENV_CONFIG_HOOKS[ATARI_RAM_ENV_ID] = (validate_atari_ram_env_config, lambda c: c)
+ENV_CONFIG_HOOKS[ATARI_PIXELS_ENV_ID] = (validate_atari_pixels_env_config, lambda c: c)
 
 ENV_IDS: tuple[str, ...] = (
     CARTPOLE_GRAVITY_ENV_ID,

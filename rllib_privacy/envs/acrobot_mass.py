@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium.envs.classic_control.acrobot import AcrobotEnv
 
-from rllib_privacy.envs.cartpole_gravity import validate_positive_choices
+from rllib_privacy.envs.cartpole_gravity import check_env_config, validate_positive_choices
 from rllib_privacy.errors import PrivacyConfigError
 
 #: Acrobot-v1's own link mass (both links).
@@ -62,3 +62,10 @@ class AcrobotMassEnv(AcrobotEnv):
 def validate_link_mass_choices(link_mass_choices: Any) -> tuple[float, ...]:
     """Returns ``link_mass_choices`` as a tuple of floats or raises a clear error."""
     return validate_positive_choices("link_mass_choices", link_mass_choices)
+
+
+def validate_acrobot_mass_env_config(env_config: Any) -> Any:
+    """The ``ENV_CONFIG_HOOKS`` check of AcrobotMass (run before Ray starts)."""
+    return check_env_config(
+        "AcrobotMassEnv", env_config, {"link_mass_choices": validate_link_mass_choices}
+    )

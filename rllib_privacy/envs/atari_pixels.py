@@ -20,6 +20,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rllib_privacy.envs.cartpole_gravity import check_env_config
+from rllib_privacy.errors import PrivacyConfigError
+
 ATARI_PIXELS_ENV_ID = "rllib_privacy/AtariPixels-v0"
 ATARI_RAM_ENV_ID = "rllib_privacy/AtariRam-v0"
 _KEYS = ("game", "framestack")
@@ -99,3 +102,39 @@ def make_atari_pixels(env_config: dict[str, Any] | None = None) -> gym.Env:
     gym.register_envs(ale_py)
     env = gym.make(str(config.get("game", "ALE/Frostbite-v5")), obs_type="grayscale")
     return GreyFrameStack(env, framestack=int(config.get("framestack", 4)))
+
+
+def _check_game(game: Any) -> None:
+    import ale_py
+
+    gym.register_envs(ale_py)
+    if not (isinstance(game, str) and game in gym.registry):
+        raise PrivacyConfigError(
+            f"env_config key 'game' must be an ALE id such as 'ALE/Freeway-v5', got {game!r}"
+        )
+
+
+def _check_scale(scale: Any) -> None:
+    if not isinstance(scale, bool):
+        raise PrivacyConfigError(f"env_config key 'scale' must be true or false, got {scale!r}")
+
+
+def _check_framestack(framestack: Any) -> None:
+    if isinstance(framestack, bool) or not isinstance(framestack, int) or framestack < 1:
+        raise PrivacyConfigError(
+            f"env_config key 'framestack' must be an integer >= 1, got {framestack!r}"
+        )
+
+
+def validate_atari_ram_env_config(env_config: Any) -> Any:
+    """The ``ENV_CONFIG_HOOKS`` check of AtariRam (run before Ray starts)."""
+    return check_env_config(
+        "AtariRam", env_config, {"game": _check_game, "scale": _check_scale}, extra=()
+    )
+
+
+def validate_atari_pixels_env_config(env_config: Any) -> Any:
+    """The ``ENV_CONFIG_HOOKS`` check of AtariPixels (run before Ray starts)."""
+    return check_env_config(
+        "AtariPixels", env_config, {"game": _check_game, "framestack": _check_framestack}, extra=()
+    )

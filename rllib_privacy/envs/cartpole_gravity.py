@@ -11,7 +11,7 @@ that keep their environment across several submissions).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,14 @@ def validate_positive_choices(key: str, choices: Any) -> tuple[float, ...]:
         PrivacyConfigError: Not a non-empty list of finite numbers > 0; names ``key``.
 
     """
+    # A string or mapping would iterate as characters or keys ("98" -> 9.0, 8.0), and
+    # a bool is an int: reject them instead of running with values nobody wrote.
+    if isinstance(choices, bool | str | bytes | Mapping) or (
+        isinstance(choices, Sequence) and any(isinstance(g, bool | str | bytes) for g in choices)
+    ):
+        raise PrivacyConfigError(
+            f"env_config key {key!r} must be a number or a list of numbers, got {choices!r}"
+        )
     if isinstance(choices, int | float):
         choices = [choices]
     try:
@@ -92,3 +100,51 @@ def validate_positive_choices(key: str, choices: Any) -> tuple[float, ...]:
             f"got {list(choices)!r}"
         )
     return values
+
+
+def check_env_config(
+    env_name: str,
+    env_config: Any,
+    validators: Mapping[str, Callable[[Any], Any]],
+    *,
+    extra: tuple[str, ...] = ("render_mode",),
+) -> Mapping[str, Any]:
+    """Check an ``env_config`` before Ray starts: known keys only, each value valid.
+
+    Args:
+        env_name: The env's name, for messages.
+        env_config: The ``env_config`` of an experiment (None: empty).
+        validators: Each allowed key mapped to a function that raises
+            PrivacyConfigError for a bad value.
+        extra: Keys allowed without a check (gymnasium's ``render_mode`` by default).
+
+    Returns:
+        ``env_config`` unchanged (the normalize hook of ``ENV_CONFIG_HOOKS``).
+
+    Raises:
+        PrivacyConfigError: Not a mapping, an unknown key (with a suggestion) or a bad value.
+
+    """
+    from rllib_privacy.experiments import did_you_mean
+
+    if env_config is None:
+        return {}
+    if not isinstance(env_config, Mapping):
+        raise PrivacyConfigError(f"env_config of {env_name} must be a mapping, got {env_config!r}")
+    allowed = (*validators, *extra)
+    for key, value in env_config.items():
+        if key not in allowed:
+            raise PrivacyConfigError(
+                f"env_config key {key!r} is not known to {env_name}"
+                f"{did_you_mean(str(key), allowed)}; allowed: {list(allowed)}"
+            )
+        if key in validators:
+            validators[key](value)
+    return env_config
+
+
+def validate_cartpole_gravity_env_config(env_config: Any) -> Mapping[str, Any]:
+    """The ``ENV_CONFIG_HOOKS`` check of CartPoleGravity (run before Ray starts)."""
+    return check_env_config(
+        "CartPoleGravityEnv", env_config, {"gravity_choices": validate_gravity_choices}
+    )

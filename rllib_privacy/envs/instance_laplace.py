@@ -142,6 +142,9 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
             f"{did_you_mean(unknown[0], ENV_CONFIG_KEYS)}; allowed: {list(ENV_CONFIG_KEYS)}"
         )
     settings = ILMSettings(**config)
+    # Checked first: a list or dict would make the membership test below a TypeError.
+    if not isinstance(settings.dataset, str):
+        raise _key_error("dataset", f"one of {sorted(BUNDLED_DATASETS)}", settings.dataset)
     if settings.data_path is None and settings.dataset not in BUNDLED_DATASETS:
         raise _key_error("dataset", f"one of {sorted(BUNDLED_DATASETS)}", settings.dataset)
     if settings.data_path is not None and not isinstance(settings.data_path, str | os.PathLike):

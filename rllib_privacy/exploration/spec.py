@@ -129,8 +129,14 @@ class ExplorationSpec:
                 )
         values = dict(spec)
         for key in ("primes", "ae_hidden"):
-            if key in values and isinstance(values[key], Sequence):
-                values[key] = tuple(values[key])
+            if key not in values:
+                continue
+            # A string is a Sequence too: "" would silently mean "no hidden layers".
+            if not isinstance(values[key], Sequence) or isinstance(values[key], str | bytes):
+                raise PrivacyConfigError(
+                    f"{prefix}.{key} must be a list of integers, got {values[key]!r}"
+                )
+            values[key] = tuple(values[key])
         out = cls(**values)
         out.validate(prefix)
         return out
@@ -174,6 +180,21 @@ class ExplorationSpec:
             )
         for width in self.ae_hidden:
             _integer(prefix, "ae_hidden[]", width, low=1)
+        if self.key_function is not None and not isinstance(self.key_function, str):
+            raise PrivacyConfigError(
+                f"{prefix}.key_function must be a 'package.module:function' string, "
+                f"got {self.key_function!r}"
+            )
+        if self.key_function is not None and self.hash != "key_function":
+            raise PrivacyConfigError(
+                f"{prefix}.key_function is only used with hash: key_function, but hash is "
+                f"{self.hash!r}; remove it or set hash: key_function"
+            )
+        if self.key_function_kwargs and self.hash != "key_function":
+            raise PrivacyConfigError(
+                f"{prefix}.key_function_kwargs is only used with hash: key_function, but "
+                f"hash is {self.hash!r}"
+            )
         if self.hash == "key_function":
             if self.key_function is None:
                 raise PrivacyConfigError(

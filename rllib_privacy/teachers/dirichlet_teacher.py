@@ -312,6 +312,13 @@ class DirichletTeacher:
             obs = torch.as_tensor(observations, dtype=torch.float32)
             logits = self._module.forward_inference({"obs": obs})["action_dist_inputs"]
             policy = torch.softmax(logits.float(), dim=-1).double().numpy()
+        if not np.all(np.isfinite(policy)):
+            # Checked for every mechanism: plain kickstarting would hand NaN to the student.
+            raise ValueError(
+                "the teacher's policy must be finite, but its network produced NaN/inf for "
+                f"{int(np.sum(~np.isfinite(policy).all(axis=-1)))} of {count} states; "
+                "nothing was released"
+            )
         if self._settings.mechanism == "none":
             self._answered += count
             return TeacherAnswer(policy.astype(np.float32), math.inf)

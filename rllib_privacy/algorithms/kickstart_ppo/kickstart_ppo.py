@@ -18,6 +18,7 @@ import math
 import os
 from typing import Any
 
+import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -60,6 +61,9 @@ HEADLINE_KEYS = (
     "teacher_k",
     "teacher_sharing",
 )
+
+#: Largest ``teacher_delta_samples``: δ's Monte Carlo runs again for every new k.
+MAX_TEACHER_DELTA_SAMPLES = 100_000_000
 
 #: KickstartPPOConfig attribute → TeacherSettings field.
 _TEACHER_FIELDS = {
@@ -163,9 +167,20 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
     def validate_kickstart_settings(self) -> None:
         """Raises PrivacyConfigError for a bad teacher or kickstart setting (no Ray needed)."""
         settings = self.teacher_settings()
+        KickstartLossSettings.from_config(self)
+        if isinstance(self.teacher_seed, bool):
+            raise PrivacyConfigError(
+                f"config key 'teacher_seed' must be a non-negative int or null, "
+                f"got {self.teacher_seed!r}"
+            )
+        if self.teacher_delta_samples > MAX_TEACHER_DELTA_SAMPLES:
+            raise PrivacyConfigError(
+                f"config key 'teacher_delta_samples' must be at most "
+                f"{MAX_TEACHER_DELTA_SAMPLES:,} (the teacher draws them for every new k), "
+                f"got {self.teacher_delta_samples!r}"
+            )
         if settings.seed is not None and settings.mechanism != "none":
             warn_fixed_seed("teacher_seed", secure_mode=settings.secure_mode)
-        KickstartLossSettings.from_config(self)
         if self.teacher_checkpoint is None:
             raise PrivacyConfigError(
                 "teacher_checkpoint is required: the path of a trained teacher (RLlib "
@@ -182,6 +197,9 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
                 student_act=student[1],
                 where=str(self.teacher_checkpoint),
             )
+            # η < 1/m needs m; otherwise the teacher actor would fail inside Ray.
+            if isinstance(getattr(teacher[1], "n", None), int | np.integer):
+                settings.check_num_actions(int(teacher[1].n))
 
     @staticmethod
     def normalize_config_dict(config: dict[str, Any]) -> dict[str, Any]:

@@ -375,6 +375,9 @@ def _check_number(
     inclusive_low: bool = False,
     allow_inf: bool = False,
 ) -> float:
+    # float("1e-5") works, but the string would stay in the config and reach the loss.
+    if isinstance(value, str | bytes):
+        raise PrivacyConfigError(f"config key '{name}' must be a number, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -73,6 +73,12 @@ PATE_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Largest ``pate_max_order`` (the paper uses 8; ε barely changes past a few dozen).
+MAX_PATE_ORDER = 1024
+#: Largest ``pate_gamma``: Laplace noise of scale 1e-6 on vote counts is no noise at all.
+MAX_PATE_GAMMA = 1.0e6
+
+
 class PATEPPOConfig(StrictConfigMixin, PPOConfig):
     """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
 
@@ -189,6 +195,11 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
         if self.pate_max_queries is not None:
             _check_int("pate_max_queries", self.pate_max_queries, low=0)
         _check_int("pate_max_order", self.pate_max_order, low=1)
+        if self.pate_max_order > MAX_PATE_ORDER:
+            raise PrivacyConfigError(
+                f"config key 'pate_max_order' must be at most {MAX_PATE_ORDER} (one moment "
+                f"per order is kept for every query), got {self.pate_max_order!r}"
+            )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
         if not isinstance(self.pate_log_label_agreement, bool):
             raise PrivacyConfigError(
@@ -210,13 +221,20 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
                 "config key 'callbacks_class' must include PATELabelingCallback for PATEPPO "
                 "(e.g. a list [PATELabelingCallback, YourCallback])"
             )
-        _check_number("pate_gamma", _as_float(self.pate_gamma), low=0.0, closed=False)
+        gamma = _as_float(self.pate_gamma)
+        _check_number("pate_gamma", gamma, low=0.0, closed=False)
+        if gamma > MAX_PATE_GAMMA:  # The moments 2γ²l(l+1) would overflow a float.
+            raise PrivacyConfigError(
+                f"config key 'pate_gamma' must be at most {MAX_PATE_GAMMA:g} (noise scale "
+                f"1/γ; each query costs 2γ), got {self.pate_gamma!r}"
+            )
         delta = _as_float(self.pate_delta)
         _check_number("pate_delta", delta, low=0.0, closed=False)
         if delta >= 1.0:
             raise PrivacyConfigError(f"config key 'pate_delta' must be < 1, got {delta!r}")
         budget = _as_float(self.pate_epsilon_budget)
-        if budget is not None and not (isinstance(budget, float) and math.isinf(budget)):
+        # Only +inf means "no limit"; -inf must fail here, naming the key.
+        if budget is not None and not (isinstance(budget, float) and budget == math.inf):
             _check_number("pate_epsilon_budget", budget, low=0.0, closed=False)
         self.build_pate_ledger()  # Everything it checks was checked above.
 
