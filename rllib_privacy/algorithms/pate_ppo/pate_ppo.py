@@ -43,6 +43,10 @@ from rllib_privacy.callbacks.pate_labeling import (
     PATELabelingCallback,
 )
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.teachers.journaling import (
+    algorithm_journal_path,
+    check_journal_dir,
+)
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -68,6 +72,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_queries_per_sample": 100,
     "pate_label_loss_coeff": 1.0,
     "pate_log_label_agreement": True,
+    "privacy_journal_dir": None,
 }
 
 
@@ -110,6 +115,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
         pate_queries_per_sample: int | None = NotProvided,
         pate_label_loss_coeff: float = NotProvided,
         pate_log_label_agreement: bool = NotProvided,
+        privacy_journal_dir: str | None = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PPO's and PATE's training settings (see README "PATEPPO keys").
@@ -128,6 +134,8 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             pate_queries_per_sample: Most states sent per EnvRunner sample (None: all).
             pate_label_loss_coeff: Weight of the cross-entropy to the labels.
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
+            privacy_journal_dir: Folder of the labeler's write-ahead privacy journal (None:
+                ``<trial folder>/privacy_journal``); it cannot be switched off.
             **kwargs: Forwarded to ``PPOConfig.training``.
 
         Returns:
@@ -185,6 +193,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             _check_int("pate_max_queries", self.pate_max_queries, low=0)
         _check_int("pate_max_order", self.pate_max_order, low=1)
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
+        check_journal_dir(self.privacy_journal_dir)
         if not isinstance(self.pate_log_label_agreement, bool):
             raise PrivacyConfigError(
                 "config key 'pate_log_label_agreement' must be true or false, "
@@ -266,7 +275,7 @@ class PATEPPO(PPO):
     @override(PPO)
     def setup(self, config: PATEPPOConfig) -> None:
         """Builds PPO, then starts the one labeler actor and hands it to every EnvRunner."""
-        from rllib_privacy.pate.labeler import create_labeler_actor
+        from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
         from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
 
         super().setup(config)
@@ -274,6 +283,9 @@ class PATEPPO(PPO):
             config.teacher_checkpoints, num_teachers=config.pate_num_teachers
         )
         observation_space, action_space = self.env_runner_group.get_spaces()[DEFAULT_MODULE_ID]
+        journal = algorithm_journal_path(
+            self, config.privacy_journal_dir, component=JOURNAL_COMPONENT
+        )
         self._labeler = create_labeler_actor(
             teacher_dirs=[str(p) for p in teacher_dirs],
             observation_space=observation_space,
@@ -281,6 +293,7 @@ class PATEPPO(PPO):
             ledger=config.build_pate_ledger(),
             seed=config.seed,
             track_label_agreement=config.pate_log_label_agreement,
+            journal_path=str(journal),
         )
         self._share_labeler()
 
@@ -318,6 +331,7 @@ class PATEPPO(PPO):
             keys.PRIVACY_EPSILON_SPENT: basis_epsilon,
             keys.PRIVACY_DELTA_SPENT: pate["delta"],
             keys.PRIVACY_RELEASES: pate["queries"],
+            keys.PRIVACY_RELEASES_REPLAYED: pate["replayed_queries"],
         }
         for key, value in values.items():
             self.metrics.log_value(tuple(key.split("/")), value, window=1)
