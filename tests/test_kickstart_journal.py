@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -23,9 +24,12 @@ from rllib_privacy.accounting.journal import PrivacyJournal
 from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.teachers import JOURNAL_COMPONENT, DirichletTeacher, TeacherSettings
+from rllib_privacy.teachers.journaling import algorithm_journal_path
 
 ENV = gym.make("CartPole-v1")
 BATCH = 50
+#: Monte Carlo samples of δ (the default 100,000 costs seconds per k on a busy machine).
+DELTA_SAMPLES = 1000
 #: Iterations of the CLI run (killed after 4-5 or 7-8 of them, then resumed to the end).
 ITERATIONS = 13
 #: Checkpoint frequency of the CLI run.
@@ -42,6 +46,7 @@ def _module(seed: int = 0) -> Any:
 
 def _settings(**overrides: Any) -> TeacherSettings:
     values = {"k": 50.0, "eta": 0.1, "tau": 1e-3, "vanishing_coefficient": 0.5, "seed": 0}
+    values["delta_samples"] = DELTA_SAMPLES
     values.update(overrides)
     return TeacherSettings(**values)
 
@@ -175,6 +180,31 @@ def test_privacy_journal_dir_cannot_be_switched_off(value: Any) -> None:
         config.validate_kickstart_settings()
 
 
+def test_journal_goes_to_the_trial_folder_that_resume_reuses(tmp_path: Path) -> None:
+    import pyarrow.fs
+
+    storage = SimpleNamespace(
+        storage_filesystem=pyarrow.fs.LocalFileSystem(),
+        trial_fs_path=str(tmp_path / "exp" / "trial_0"),
+        trial_dir_name="trial_0",
+    )
+    # Under Tune: the trial folder in the storage path, never the per-session logdir.
+    tuned = SimpleNamespace(_storage=storage, logdir="/tmp/ray/session_x/working_dirs/trial_0")
+    assert algorithm_journal_path(tuned, None, component="c") == (
+        tmp_path / "exp" / "trial_0" / "privacy_journal" / "c.jsonl"
+    )
+    # A configured folder gets one journal per trial (trials share their config).
+    assert algorithm_journal_path(tuned, str(tmp_path / "j"), component="c") == (
+        tmp_path / "j" / "trial_0" / "c.jsonl"
+    )
+    plain = SimpleNamespace(logdir=str(tmp_path / "logdir"))  # Algorithm built by hand
+    assert algorithm_journal_path(plain, None, component="c") == (
+        tmp_path / "logdir" / "privacy_journal" / "c.jsonl"
+    )
+    with pytest.raises(PrivacyConfigError, match="privacy_journal_dir"):
+        algorithm_journal_path(plain, "off", component="c")
+
+
 # ---- resume after SIGKILL through the CLI ------------------------------------------------
 
 
@@ -192,6 +222,7 @@ def _experiment(teacher: Path, budget: float) -> dict[str, Any]:
                 "teacher_tau": 0.001,
                 "teacher_vanishing_coefficient": 1.0,
                 "teacher_epsilon_budget": budget,
+                "teacher_delta_samples": DELTA_SAMPLES,
                 "train_batch_size_per_learner": BATCH,
                 "minibatch_size": BATCH,
                 "num_epochs": 1,
