@@ -27,6 +27,7 @@ from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 MAX_BUFFER = 4
+LAST_ITERATION = 60
 
 
 class VersionLoggingLDPA3C(LDPA3C):
@@ -134,8 +135,13 @@ def _tiny_yaml(path: pathlib.Path) -> None:
         "ldp-a3c-resume:\n"
         "  run: LDPA3C\n"
         "  env: rllib_privacy/CartPoleGravity-v0\n"
+        # Tuner.restore (--resume) keeps the first run's stop criteria.
+        f"  stop:\n    training_iteration: {LAST_ITERATION}\n"
         "  checkpoint_config:\n"
-        "    checkpoint_frequency: 2\n"
+        "    checkpoint_frequency: 3\n"
+        # Tune's --resume trips over checkpoints that num_to_keep deleted after its last
+        # experiment snapshot (FileNotFoundError, then the trial never stops): keep them.
+        "    num_to_keep: 1000\n"
         "  config:\n"
         "    mechanism: laplace\n"
         "    epsilon: 1.0\n"
@@ -180,9 +186,9 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
         "2",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_DEDUP_LOGS": "0"}
-    # Runs until killed: at least one checkpoint and iterations after it.
+    # Killed once it wrote a checkpoint and ran iterations after it.
     first = subprocess.Popen(
-        [*command, "--stop", '{"training_iteration": 1000}'],
+        command,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -196,7 +202,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
                 break
             if first.poll() is not None:
                 pytest.fail(f"the first run exited early with code {first.returncode}")
-            time.sleep(0.5)
+            time.sleep(0.2)
         else:
             pytest.fail("no checkpoint and 3 iterations within 240 s")
     finally:
@@ -214,9 +220,9 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     # Every release the first run reported is in the journal (releases after it may be too).
     assert len(journaled) >= before["privacy"]["releases"] >= 15
 
-    stop = json.dumps({"training_iteration": before["training_iteration"] + 2})
+    assert before["training_iteration"] < LAST_ITERATION - 2
     resumed = subprocess.run(
-        [*command, "--resume", "--stop", stop],
+        [*command, "--resume"],
         env=env,
         capture_output=True,
         text=True,
@@ -225,13 +231,20 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = _results(storage)[-1]
-    assert after["training_iteration"] > before["training_iteration"]
+    assert after["training_iteration"] == LAST_ITERATION
     # Never reset: every release made before the kill is still counted, the ones after the
     # last checkpoint included (replayed from the journal, their updates dropped).
-    assert after["privacy"]["releases"] >= len(journaled) + 5
+    journaled_after = [
+        r
+        for r in PrivacyJournal(journal_path, component=JOURNAL_COMPONENT).records()
+        if r["type"] == "submission"
+    ]
+    assert after["privacy"]["releases"] == len(journaled_after) >= len(journaled) + 10
     assert after["privacy"]["releases"] == after["ldp"]["submissions"]
     replayed = after["privacy"]["releases_replayed_from_journal"]
     assert replayed >= 1
+    # Exact accounting: 5 per iteration of the model's history, plus the replayed ones.
+    assert after["privacy"]["releases"] == 5 * after["training_iteration"] + replayed
     assert after["ldp"]["submissions_dropped"] == replayed
     assert after["ldp"]["updates"] == after["ldp"]["applied_submissions"] // 3
     # Each agent is fresh and spends ε = 1 once: the per-agent budget is never exceeded.
