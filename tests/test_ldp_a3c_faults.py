@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rllib_privacy.accounting import PrivacyJournal, default_journal_dir, journal_file
+from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, GradientSubmission, LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import JOURNAL_COMPONENT
 from rllib_privacy.algorithms.ldp_a3c.testing import (
@@ -56,6 +56,19 @@ def test_journal_dir_must_be_a_path() -> None:
 def test_submission_sequence_must_be_positive() -> None:
     with pytest.raises(ValueError, match="agent_sequence must be >= 1"):
         _submission("a", 0, dim=3)
+
+
+def test_ledger_counts_releases_per_agent() -> None:
+    ledger = LDPLedger()
+    assert ledger.num_releases_of("a") == 0
+    ledger.record("a", 0.5, "laplace")
+    assert ledger.num_releases_of("a") == 1
+    ledger.record("a", 0.25, "prs")
+    ledger.record("a", 0.25, "prs")
+    ledger.record("b", 1.0, "laplace")
+    assert (ledger.num_releases_of("a"), ledger.num_releases_of("b")) == (3, 1)
+    restored = LDPLedger.from_state_dict(ledger.state_dict())
+    assert restored.num_releases_of("a") == 3
 
 
 def _submission(agent_id: str, sequence: int, *, dim: int) -> GradientSubmission:
@@ -249,3 +262,78 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     assert after["ldp"]["updates"] == after["ldp"]["applied_submissions"] // 3
     # Each agent is fresh and spends ε = 1 once: the per-agent budget is never exceeded.
     assert math.isclose(after["privacy"]["epsilon_spent"], 1.0)
+
+
+def _journal_config(journal_dir: pathlib.Path) -> LDPA3CConfig:
+    return (
+        LDPA3CConfig()
+        .env_runners(num_env_runners=0)
+        .training(
+            mechanism="laplace",
+            epsilon=1.0,
+            max_buffer=4,
+            submissions_per_iteration=6,
+            privacy_journal_dir=str(journal_dir),
+        )
+        .debugging(seed=0)
+    )
+
+
+def _totals(algo: LDPA3C) -> tuple[Any, ...]:
+    return (
+        algo._ledger.state_dict(),
+        algo._scores.submissions,
+        algo._applied,
+        algo._replayed,
+    )
+
+
+@pytest.mark.ray
+def test_journal_replay_on_setup_restore_and_snapshot(ray_session, tmp_path: pathlib.Path) -> None:
+    first_dir, second_dir, checkpoint = tmp_path / "j1", tmp_path / "j2", tmp_path / "ckpt"
+    algo = _journal_config(first_dir).build_algo()
+    try:
+        algo.train()
+        algo.save_to_path(str(checkpoint))
+        algo.train()  # 6 releases after the checkpoint, then "the crash"
+        ledger_at_crash = algo._ledger.state_dict()
+    finally:
+        algo.stop()
+
+    # Same journal, no checkpoint (a trial restarted from scratch): everything is replayed.
+    again = _journal_config(first_dir).build_algo()
+    try:
+        assert _totals(again) == (ledger_at_crash, 12, 0, 12)
+        # Restoring the checkpoint replays only the 6 releases made after it.
+        again.restore_from_path(str(checkpoint))
+        assert _totals(again) == (ledger_at_crash, 12, 6, 6)
+        assert again._weights_version == 6 // 4 and len(again._buffer) == 6 % 4
+        result = again.train()
+        assert result["privacy"]["releases"] == 18
+        assert result["ldp"]["submissions_dropped"] == 6
+        assert result["privacy"]["releases_replayed_from_journal"] == 6
+    finally:
+        again.stop()
+
+    # Another journal: it starts with a snapshot of the checkpoint's totals ...
+    other = _journal_config(second_dir).build_algo()
+    try:
+        other.restore_from_path(str(checkpoint))
+        assert other._ledger.num_releases == 6
+        other.train()
+        expected = _totals(other)
+    finally:
+        other.stop()
+    records = PrivacyJournal(
+        journal_file(second_dir, JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
+    ).records()
+    assert [r["type"] for r in records[:2]] == ["start", "snapshot"]
+    assert len(records) == 2 + 6
+    # ... so that the journal alone reproduces the totals (the updates are not in it).
+    replayed = _journal_config(second_dir).build_algo()
+    try:
+        ledger, submissions, _, _ = _totals(replayed)
+        assert (ledger, submissions) == expected[:2]
+        assert replayed._replayed == 6 and replayed._applied == 0
+    finally:
+        replayed.stop()
