@@ -113,12 +113,14 @@ class KilledAndResumed:
     """What a kill-and-resume cycle saw.
 
     Attributes:
-        spent_at_kill: Releases in the journal when the run was killed.
+        journal_at_kill: The privacy journal's records when the run was killed.
+        spent_at_kill: Releases in them.
         rows: Result rows of the resumed run.
         restored_iteration: The checkpoint Tune resumed from (0: it restarted from scratch).
 
     """
 
+    journal_at_kill: list[dict]
     spent_at_kill: int
     rows: list[dict]
     restored_iteration: int
@@ -156,11 +158,11 @@ def kill_past_checkpoint_then_resume(
         return done > 0 and released > done * every * per_iteration
 
     kill_when(experiment, storage, past_a_checkpoint)
-    spent_at_kill = spent(journal_records(storage, component))
+    at_kill = journal_records(storage, component)
     result = run_cli(experiment, storage, "--resume")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = resumed_rows(storage)
     restored = rows[0]["training_iteration"] - 1  # Tune's latest registered checkpoint
     assert rows[-1]["training_iteration"] == spec["stop"]["training_iteration"]
     assert len(rows) == rows[-1]["training_iteration"] - restored
-    return KilledAndResumed(spent_at_kill, rows, restored)
+    return KilledAndResumed(at_kill, spent(at_kill), rows, restored)

@@ -256,6 +256,10 @@ def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     # Nothing resets: the resumed run starts from every release journaled before the kill,
     # including those after the checkpoint, whose effect on the model was lost (replayed).
     assert first["privacy"]["releases"] == spent_at_kill + BATCH
+    epsilon_at_kill = math.fsum(
+        r["count"] * r["epsilon"] for r in cycle.journal_at_kill if r["kind"] == "release"
+    )
+    assert first["teacher_epsilon_spent"] >= epsilon_at_kill
     replayed = first["privacy"]["releases_replayed_from_journal"]
     assert replayed == spent_at_kill - cycle.restored_iteration * BATCH
     assert first["teacher_k"] == 50.0 and first["teacher_sharing"] == 1.0

@@ -103,15 +103,16 @@ def test_restore_replays_the_queries_after_the_checkpoint(
     journal = tmp_path / "pate_labeler.jsonl"
     labeler = _labeler(teachers, journal)
     labeler.label(_obs(10, seed=0))
-    checkpoint = json.loads(json.dumps(labeler.state_dict()))
+    checkpoint, marker = json.loads(json.dumps(labeler.checkpoint()))
     labeler.label(_obs(6, seed=1))
     labeler.label(_obs(5, seed=2))  # answered after the checkpoint, then the process dies
     restarted = _labeler(teachers, journal)  # what PATEPPO.setup does on a resumed trial
-    restarted.load_state_dict(checkpoint)  # then Tune restores the checkpoint
+    restarted.load_state_dict(checkpoint, journal_marker=marker)  # then Tune restores it
     assert _privacy(restarted) == _privacy(labeler)
     assert restarted.metrics()["replayed_queries"] == 11
     again = _labeler(teachers, journal)
-    again.load_state_dict(restarted.state_dict())
+    state, marker = restarted.checkpoint()
+    again.load_state_dict(state, journal_marker=marker)
     assert again.metrics()["replayed_queries"] == 11 and _privacy(again) == _privacy(labeler)
 
 
@@ -122,7 +123,8 @@ def test_checkpoint_restored_into_a_new_journal_is_snapshotted(
     old.label(_obs(12, seed=0))
     fresh_journal = tmp_path / "new" / "pate_labeler.jsonl"
     moved = _labeler(teachers, fresh_journal)
-    moved.load_state_dict(old.state_dict())
+    state, marker = old.checkpoint()  # the marker names the old journal, not this one
+    moved.load_state_dict(state, journal_marker=marker)
     records = PrivacyJournal(fresh_journal, component=JOURNAL_COMPONENT).records()
     assert [r["kind"] for r in records] == ["header", "snapshot"]
     moved.label(_obs(4, seed=1))
@@ -204,6 +206,12 @@ def test_killed_run_resumes_with_its_spent_budget(teachers: list[str], tmp_path:
     assert EVERY * QUERIES < queried_at_kill < BUDGET_ITERATIONS * QUERIES
     # Nothing resets: the resumed run starts from every query journaled before the kill.
     assert first["pate_queries"] == queried_at_kill + QUERIES
+    at_kill = PATELedger(gamma=GAMMA, delta=DELTA)
+    for record in cycle.journal_at_kill:
+        if record["kind"] == "queries":
+            at_kill.replay(record["votes"])
+    assert first["pate_epsilon"] >= at_kill.epsilon > 0
+    assert first["pate_epsilon_data_independent"] > at_kill.epsilon_data_independent
     replayed = first["privacy"]["releases_replayed_from_journal"]
     assert replayed == queried_at_kill - cycle.restored_iteration * QUERIES
     for row in rows:

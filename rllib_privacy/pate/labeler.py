@@ -170,7 +170,6 @@ class PATELabeler:
     def state_dict(self) -> dict[str, Any]:
         """JSON-safe state: the ledger and the diagnostic counters."""
         return {
-            "journal": None if self._journal is None else self._journal.marker(),
             "replayed_queries": self._replayed,
             "ledger": self._ledger.state_dict(),
             "agreements": self._agreements,
@@ -178,13 +177,24 @@ class PATELabeler:
             "stopped": self._stopped,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def checkpoint(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """``(state_dict(), journal marker)``, taken together for an Algorithm checkpoint.
+
+        The marker (which journal, up to which record) is kept apart from the state so that
+        the states of two runs with the same spend compare equal.
+        """
+        return self.state_dict(), None if self._journal is None else self._journal.marker()
+
+    def load_state_dict(
+        self, state: dict[str, Any], *, journal_marker: dict[str, Any] | None = None
+    ) -> None:
         """Continue from a :meth:`state_dict`: the spent budget is never reset.
 
         With a journal, the queries journaled after that state was taken (answered after the
         checkpoint, before a crash) are replayed on top of it and counted in
-        ``metrics()["replayed_queries"]``. A state from another journal is instead written
-        to this journal as a snapshot, so the journal alone still reproduces the totals.
+        ``metrics()["replayed_queries"]``. A state from another journal (or without a
+        ``journal_marker``: see :meth:`checkpoint`) is instead written to this journal as a
+        snapshot, so the journal alone still reproduces the totals.
         """
         self._load_state(state)
         # The checkpointed model saw none of the replayed queries: the count starts from the
@@ -192,13 +202,13 @@ class PATELabeler:
         self._replayed = int(state.get("replayed_queries", 0))
         if self._journal is not None:
             self._journal.after_restore(
-                state.get("journal"), replay=self._replay, snapshot=self._privacy_state
+                journal_marker, replay=self._replay, snapshot=self._privacy_state
             )
 
     def _privacy_state(self) -> dict[str, Any]:
         """The JSON-safe totals a journal snapshot holds."""
         state = self.state_dict()
-        del state["journal"], state["replayed_queries"]
+        del state["replayed_queries"]
         return state
 
     def _replay(self, records: list[dict[str, Any]]) -> None:

@@ -22,6 +22,9 @@ driver killed between two checkpoints can only over-count, never under-count (DE
 Record kinds are the component's own (``"release"``, ``"queries"``, ...) plus ``"snapshot"``
 (``{"kind": "snapshot", "state": ...}``: replace the totals by these), which replay must
 treat as "reset to this state".
+
+One run writes a journal file at a time: two runs pointed at the same ``privacy_journal_dir``
+and trial name would interleave their records (the journal then refuses to open).
 """
 
 from __future__ import annotations
@@ -47,12 +50,12 @@ __all__ = [
     "JOURNAL_DIR_KEY",
     "SNAPSHOT",
     "ReplayJournal",
-    "check_journal_dir",
     "algorithm_journal_path",
+    "check_journal_dir",
     "same_node_strategy",
 ]
 
-#: The config key naming the journal folder (None: ``<Algorithm.logdir>/privacy_journal``).
+#: The config key naming the journal folder (None: ``<trial folder>/privacy_journal``).
 JOURNAL_DIR_KEY = "privacy_journal_dir"
 #: Record kind that replaces the component's totals by the state it holds.
 SNAPSHOT = "snapshot"

@@ -354,7 +354,9 @@ class PATEPPO(PPO):
         import ray
 
         state = super().get_state(components, not_components=not_components, **kwargs)
-        state["pate_labeler"] = ray.get(self._labeler.state_dict.remote())
+        state["pate_labeler"], state["pate_labeler_journal"] = ray.get(
+            self._labeler.checkpoint.remote()
+        )
         return state
 
     @override(Algorithm)
@@ -364,7 +366,11 @@ class PATEPPO(PPO):
 
         super().set_state(state)
         if "pate_labeler" in state:
-            ray.get(self._labeler.load_state_dict.remote(state["pate_labeler"]))
+            ray.get(
+                self._labeler.load_state_dict.remote(
+                    state["pate_labeler"], journal_marker=state.get("pate_labeler_journal")
+                )
+            )
 
     @override(Algorithm)
     def cleanup(self) -> None:
