@@ -97,6 +97,20 @@ def test_restart_without_checkpoint_replays_everything(teachers: list[str], tmp_
     assert restarted.metrics()["epsilon"] == labeler.metrics()["epsilon"] > 0
 
 
+def test_journal_of_another_gamma_is_refused(teachers: list[str], tmp_path: Path) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    _labeler(teachers, journal).label(_obs(5, seed=0))
+    labeler = PATELabeler(
+        teachers,
+        observation_space=ENV.observation_space,
+        action_space=ENV.action_space,
+        ledger=PATELedger(gamma=2 * GAMMA, delta=DELTA),
+        journal_path=str(journal),
+    )
+    with pytest.raises(PrivacyConfigError, match="pate_gamma=0.05, but this run has .*=0.1"):
+        labeler.ping()
+
+
 def test_restore_replays_the_queries_after_the_checkpoint(
     teachers: list[str], tmp_path: Path
 ) -> None:

@@ -134,7 +134,7 @@ class PATELabeler:
             if self._journal is not None:
                 # Write-ahead: what ledger.record needs (the votes), durable before any label
                 # of this batch can leave the labeler.
-                self._journal.append("queries", votes=votes.tolist())
+                self._journal.append("queries", votes=votes.tolist(), gamma=ledger.gamma)
             ledger.record(votes)
             labels[:answered] = noisy_max(votes, gamma=ledger.gamma, rng=self._rng)
             if self._track_agreement:
@@ -216,6 +216,15 @@ class PATELabeler:
         for record in records:
             kind = record.get("kind")
             if kind == "queries":
+                if record["gamma"] != self._ledger.gamma:
+                    # The votes' moments depend on γ: replaying them at another γ would
+                    # misstate the spent ε.
+                    raise PrivacyJournalError(
+                        f"privacy journal {str(self._journal.path)!r} record {record['seq']} "
+                        f"was answered with pate_gamma={record['gamma']!r}, but this run has "
+                        f"pate_gamma={self._ledger.gamma!r}; resume with the same pate_gamma "
+                        "or use another privacy_journal_dir"
+                    )
                 votes = np.asarray(record["votes"])
                 self._ledger.replay(votes)
                 self._replayed += len(votes)
