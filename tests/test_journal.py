@@ -186,3 +186,11 @@ def test_default_dir_and_file_names(tmp_path: pathlib.Path) -> None:
     assert journal_file(tmp_path, "ldp_a3c") == tmp_path / "ldp_a3c.jsonl"
     with pytest.raises(ValueError, match="component"):
         journal_file(tmp_path, "../x")
+
+
+def test_records_detects_a_file_changed_behind_its_back(path: pathlib.Path) -> None:
+    journal = PrivacyJournal(path, component="x")
+    journal.append({"i": 0})
+    PrivacyJournal(path, component="x").append({"i": 1})  # a second writer
+    with pytest.raises(PrivacyJournalError, match="holds 2 records, but 1 were written"):
+        journal.records()

@@ -105,12 +105,16 @@ def test_env_runner_crash_loses_no_update_and_applies_nothing_twice(
     algo = config.build_algo()
     try:
         results = [algo.train() for _ in range(3)]
+        # The dead runner's request fails when Ray notices the death, which on a busy
+        # machine can come after the third iteration: train on until it did (bounded).
+        while results[-1]["ldp"]["lost_requests"] == 0 and len(results) < 8:
+            results.append(algo.train())
         ldp = results[-1]["ldp"]
         assert marker.exists(), "the runner was expected to crash"
         assert ldp["lost_requests"] >= 1
         # Training continued past the crash.
         assert [r["submissions"] for r in results] == sorted({r["submissions"] for r in results})
-        assert results[-1]["submissions"] >= 30
+        assert results[-1]["submissions"] >= 10 * len(results)
         # Every recorded release was applied exactly once, and no update was lost.
         assert ldp["submissions"] == results[-1]["privacy"]["releases"]
         assert ldp["applied_submissions"] == ldp["submissions"]

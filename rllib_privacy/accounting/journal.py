@@ -120,12 +120,14 @@ class PrivacyJournal:
         self._path = pathlib.Path(path)
         self._path.parent.mkdir(parents=True, exist_ok=True)
         existed = self._path.exists()
-        self._records: list[dict[str, Any]] = self._read_and_repair() if existed else []
+        # Only the count is kept: PGC-A3C journals ~1e5 submissions per run, and the records
+        # are needed again only when a run (re)starts (records() re-reads the file).
+        self._count = len(self._read_and_repair()) if existed else 0
         self._file = open(self._path, "ab")  # noqa: SIM115  # held open for cheap appends
         if not existed:
             _fsync_dir(self._path.parent)
 
-    def _read_and_repair(self) -> list[dict[str, Any]]:
+    def _read_and_repair(self, *, repair: bool = True) -> list[dict[str, Any]]:
         data = self._path.read_bytes()
         lines = data.split(b"\n")
         # split() leaves the text after the last newline as the final element: b"" when the
@@ -147,7 +149,7 @@ class PrivacyJournal:
                 ) from None
             self._check_record(record, number, expected_seq=len(records))
             records.append(record)
-        if keep_bytes != len(data):
+        if repair and keep_bytes != len(data):
             with open(self._path, "r+b") as handle:
                 handle.truncate(keep_bytes)
                 handle.flush()
@@ -186,21 +188,28 @@ class PrivacyJournal:
     @property
     def last_seq(self) -> int:
         """The seq of the newest record, -1 when the journal is empty."""
-        return len(self._records) - 1
+        return self._count - 1
 
     def __len__(self) -> int:
-        return len(self._records)
+        return self._count
 
     def records(self, *, after_seq: int = -1) -> list[dict[str, Any]]:
-        """Return copies of the records with ``seq > after_seq``, oldest first.
+        """Return the records with ``seq > after_seq``, oldest first, read from the file.
 
         Raises:
             ValueError: If ``after_seq`` is not an int >= -1.
+            PrivacyJournalError: If the file was damaged since it was opened.
 
         """
         if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < -1:
             raise ValueError(f"after_seq must be an int >= -1, got {after_seq!r}")
-        return [dict(record) for record in self._records[after_seq + 1 :]]
+        records = self._read_and_repair(repair=False)
+        if len(records) != self._count:
+            raise PrivacyJournalError(
+                f"privacy journal {str(self._path)!r} holds {len(records)} records, but "
+                f"{self._count} were written: was it changed by another process?"
+            )
+        return records[after_seq + 1 :]
 
     # ------------------------------------------------------------------ writing
 
@@ -230,7 +239,7 @@ class PrivacyJournal:
         """
         if self._file.closed:
             raise PrivacyJournalError(f"privacy journal {str(self._path)!r} is closed")
-        lines, full_records = [], []
+        lines = []
         for offset, record in enumerate(records):
             if not isinstance(record, Mapping) or not all(isinstance(k, str) for k in record):
                 raise ValueError(
@@ -240,7 +249,7 @@ class PrivacyJournal:
             if clash:
                 raise ValueError(f"record must not set the journal's own keys {sorted(clash)}")
             full = {
-                "seq": len(self._records) + offset,
+                "seq": self._count + offset,
                 "component": self._component,
                 "time": time.time(),
                 **record,
@@ -250,14 +259,12 @@ class PrivacyJournal:
             except (TypeError, ValueError) as error:
                 raise ValueError(f"record must be JSON-able with finite numbers: {error}") from None
             lines.append(text.encode() + b"\n")
-            # Keep what a reader of the file would get back (e.g. tuples become lists).
-            full_records.append(json.loads(text))
         if not lines:
             return self.last_seq
         self._file.write(b"".join(lines))
         self._file.flush()
         os.fsync(self._file.fileno())
-        self._records.extend(full_records)
+        self._count += len(lines)
         return self.last_seq
 
     def close(self) -> None:
@@ -278,5 +285,5 @@ class PrivacyJournal:
     def __repr__(self) -> str:
         return (
             f"PrivacyJournal({str(self._path)!r}, component={self._component!r}, "
-            f"records={len(self._records)})"
+            f"records={self._count})"
         )

@@ -581,11 +581,15 @@ class LDPA3C(Algorithm):
                 self._requests_sent += group.foreach_env_runner_async(
                     "submit_gradients", tag=_REQUEST_TAG, kwargs=self._request_kwargs()
                 )
+                ready: list[GradientSubmission] = []
                 for _, submissions in group.fetch_ready_async_reqs(
                     tags=_REQUEST_TAG, timeout_seconds=0.002
                 ):
                     self._requests_answered += 1
-                    self._receive(submissions)
+                    ready.extend(submissions)
+                if ready:
+                    # One journal fsync for everything that arrived together.
+                    self._receive(ready)
         # The aggregator learner's own metrics (its learning rate) go to learners/.
         self.metrics.aggregate([self._on_learner(_reduce_learner_metrics)], key=LEARNER_RESULTS)
         self._log_metrics(
