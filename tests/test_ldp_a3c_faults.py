@@ -53,6 +53,13 @@ def test_journal_dir_must_be_a_path() -> None:
         config.validate_ldp_settings()
 
 
+def test_journal_dir_must_be_absolute() -> None:
+    config = LDPA3CConfig().training(privacy_journal_dir="journal")
+    with pytest.raises(PrivacyConfigError, match="'privacy_journal_dir' must be an absolute"):
+        config.validate_ldp_settings()
+    LDPA3CConfig().training(privacy_journal_dir="~/journal").validate_ldp_settings()
+
+
 def test_submission_sequence_must_be_positive() -> None:
     with pytest.raises(ValueError, match="agent_sequence must be >= 1"):
         _submission("a", 0, dim=3)

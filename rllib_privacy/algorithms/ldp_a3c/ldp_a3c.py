@@ -37,7 +37,13 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
-from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
+from rllib_privacy.accounting import (
+    LDPLedger,
+    PrivacyJournal,
+    PrivacyJournalError,
+    default_journal_dir,
+    journal_file,
+)
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
     LDPA3CEnvRunner,
@@ -338,6 +344,13 @@ def _check_journal_dir(value: Any) -> None:
         raise PrivacyConfigError(
             f"config key 'privacy_journal_dir' must be null or a folder path, got {value!r}"
         )
+    if not pathlib.Path(value).expanduser().is_absolute():
+        # Tune runs trials in a per-session working dir, so a relative path would move
+        # on --resume and the journal would be lost.
+        raise PrivacyConfigError(
+            f"config key 'privacy_journal_dir' must be an absolute path (or start with ~), "
+            f"got {value!r}"
+        )
 
 
 def _check_int(name: str, value: Any, *, low: int) -> int:
@@ -535,7 +548,7 @@ class LDPA3C(Algorithm):
             elif kind == "start" and record["seq"] == 0:
                 self._journal_id = str(record["journal_id"])
             else:
-                raise PrivacyConfigError(
+                raise PrivacyJournalError(
                     f"privacy journal {str(self._journal.path)!r} record {record['seq']} has "
                     f"an unknown type {kind!r} for LDPA3C; was it written by another program?"
                 )
