@@ -172,7 +172,7 @@ def test_mechanism_none_writes_no_journal(tmp_path: Path) -> None:
     assert not journal.exists() and "journal" in teacher.get_state()
 
 
-@pytest.mark.parametrize("value", [False, "off", "", "  ", 3, ["a"]])
+@pytest.mark.parametrize("value", [False, "off", "", "  ", 3, ["a"], "relative/journal"])
 def test_privacy_journal_dir_cannot_be_switched_off(value: Any) -> None:
     config = KickstartPPOConfig()
     config.update_from_dict({"privacy_journal_dir": value})

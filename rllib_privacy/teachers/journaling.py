@@ -63,7 +63,7 @@ _HEADER = "header"
 
 
 def check_journal_dir(value: Any) -> None:
-    """Raise unless ``value`` is a valid ``privacy_journal_dir``: None or a non-empty path.
+    """Raise unless ``value`` is a valid ``privacy_journal_dir``: None or an absolute path.
 
     A private run always journals (losing releases on a crash is the bug the journal fixes),
     so ``false``, ``"off"`` and the like are rejected too.
@@ -76,7 +76,14 @@ def check_journal_dir(value: Any) -> None:
         return
     if isinstance(value, str | os.PathLike) and str(value).strip():
         if str(value).strip().lower() not in {"off", "false", "none", "no", "disabled"}:
-            return
+            if os.path.isabs(os.path.expanduser(os.fspath(value))):
+                return
+            # Tune runs a trial in a per-session working dir: a relative folder would move
+            # on --resume and the journal with it.
+            raise PrivacyConfigError(
+                f"config key {JOURNAL_DIR_KEY!r} must be an absolute path (or start with ~), "
+                f"got {value!r}"
+            )
     raise PrivacyConfigError(
         f"config key {JOURNAL_DIR_KEY!r} must be null (default: <trial dir>/privacy_journal) "
         f"or a folder path, got {value!r}; a private run cannot switch its privacy journal off "
