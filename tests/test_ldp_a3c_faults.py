@@ -187,6 +187,34 @@ def _results(storage: pathlib.Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _kill_session(session: int) -> None:
+    """SIGKILLs what is left of the session the test started, and waits until it is gone.
+
+    Ray's workers (the trial actor among them) get process groups of their own, so killing
+    the driver's group leaves them running until they notice their raylet died; until
+    then the trial actor may still append to the journal.
+    """
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        table = subprocess.run(
+            ["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True, check=True
+        ).stdout
+        alive = [
+            int(pid)
+            for pid, sid, stat in (line.split()[:3] for line in table.splitlines())
+            if int(sid) == session and not stat.startswith("Z")
+        ]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    pytest.fail(f"processes of session {session} still alive after 60 s")
+
+
 def _checkpoints(storage: pathlib.Path) -> list[pathlib.Path]:
     return list(storage.glob("*/*/checkpoint_*"))
 
@@ -232,6 +260,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=60)
+        _kill_session(first.pid)
     before = _results(storage)[-1]
     trial_dirs = [p for p in storage.glob("*/*") if p.is_dir()]
     assert len(trial_dirs) == 1
