@@ -14,6 +14,12 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_epsilon,
     dirichlet_privacy,
 )
+from rllib_privacy.accounting.journal import (
+    PrivacyJournal,
+    PrivacyJournalError,
+    default_journal_dir,
+    journal_file,
+)
 from rllib_privacy.accounting.ldp_ledger import LDPLedger, per_submission_epsilon
 from rllib_privacy.accounting.pate import (
     PATEEpsilon,
@@ -45,6 +51,8 @@ __all__ = [
     "LDPLedger",
     "PATEEpsilon",
     "PATELedger",
+    "PrivacyJournal",
+    "PrivacyJournalError",
     "TeacherLedger",
     "advanced_composition_epsilon",
     "compose_advanced",
@@ -55,11 +63,13 @@ __all__ = [
     "dirichlet_delta_estimate",
     "dirichlet_delta_union_bound",
     "dirichlet_epsilon",
+    "default_journal_dir",
     "dirichlet_privacy",
     "epsilon_from_log_moments",
     "gnmax_epsilon",
     "instance_privacy_losses",
     "instance_privacy_losses_on_grid",
+    "journal_file",
     "lemma4_q",
     "pate_epsilon",
     "per_submission_epsilon",

@@ -137,6 +137,17 @@ class LDPLedger:
         epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
         return _within_budget(self.epsilon_spent(agent_id) + epsilon, self._budget)
 
+    def num_releases_of(self, agent_id: str) -> int:
+        """Return how many releases an agent has recorded (0 for an unknown agent).
+
+        PGC-A3C numbers each agent's submissions 1, 2, ...; a submission whose number is
+        not above this count was already recorded (a duplicate delivery).
+        """
+        entry = self._agents.get(agent_id)
+        if entry is None:
+            return 0
+        return 1 if isinstance(entry, int) else sum(entry.values())
+
     @property
     def max_epsilon_spent(self) -> float:
         """The worst agent's composed ε: the LDP guarantee of the run so far (0.0 if empty)."""

@@ -572,6 +572,25 @@ class PATELedger:
             )
         self._add(rows)
 
+    def replay(self, votes: Any) -> None:
+        """Re-record answered queries read back from a privacy journal, even beyond the budget.
+
+        The journal holds queries whose labels may have left the labeler before a crash: they
+        count whatever the budget says now, and afterwards nothing more is affordable (as
+        with :meth:`load_state_dict`). Recording order is kept, so ε matches the
+        uninterrupted run.
+
+        Args:
+            votes: Vote histograms, shape ``(m,)`` or ``(N, m)``.
+
+        Raises:
+            ValueError: For bad votes.
+
+        """
+        rows = np.atleast_2d(validate_votes(votes))
+        if rows.shape[0]:
+            self._add(rows)
+
     def _add(self, rows: np.ndarray) -> None:
         moments = data_dependent_log_moments(rows, gamma=self._gamma, max_order=self._max_order)
         for row, row_moments in zip(rows, moments, strict=True):

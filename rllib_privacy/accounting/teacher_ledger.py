@@ -339,12 +339,31 @@ class TeacherLedger:
                 f"releases at (epsilon={epsilon!r}, delta={delta!r}) would reach "
                 f"(epsilon={after[0]!r}, delta={after[1]!r}) under {self._composition} composition"
             )
+        self._append_event(k, epsilon, delta, count)
+        return after[0]
+
+    def replay(self, *, k: float, epsilon: float, delta: float, count: int) -> None:
+        """Re-record releases read back from a privacy journal, even beyond the budget.
+
+        The journal holds releases that may have left the teacher before a crash: they count
+        whatever the budget says now (e.g. a smaller budget on resume), and afterwards
+        :meth:`can_afford` refuses. Events merge exactly as in :meth:`record`, so replaying a
+        journal reproduces the ledger of the uninterrupted run.
+
+        Raises:
+            ValueError: If an argument is out of range (the message names it).
+
+        """
+        k, epsilon, delta, count = self._check_release(k, epsilon, delta, count)
+        if count:
+            self._append_event(k, epsilon, delta, count)
+
+    def _append_event(self, k: float, epsilon: float, delta: float, count: int) -> None:
         last = self._events[-1] if self._events else None
         if last is not None and (last[0], last[1], last[2]) == (k, epsilon, delta):
             last[3] = int(last[3]) + count
         else:
             self._events.append([k, epsilon, delta, count])
-        return after[0]
 
     # ------------------------------------------------------------------ state
 

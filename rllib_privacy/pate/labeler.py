@@ -23,14 +23,18 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy.accounting import PATELedger
+from rllib_privacy.accounting.journal import PrivacyJournalError
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import NoiseStreams, noisy_max, plurality
 from rllib_privacy.pate.teachers import TeacherEnsemble
+from rllib_privacy.teachers.journaling import SNAPSHOT, ReplayJournal, same_node_strategy
 
-__all__ = ["UNLABELED", "PATELabeler", "create_labeler_actor"]
+__all__ = ["JOURNAL_COMPONENT", "UNLABELED", "PATELabeler", "create_labeler_actor"]
 
 #: Label value of a state the ensemble did not answer.
 UNLABELED = -1
+#: Component name of the labeler's privacy journal (``<journal dir>/pate_labeler.jsonl``).
+JOURNAL_COMPONENT = "pate_labeler"
 
 
 class PATELabeler:
@@ -48,6 +52,10 @@ class PATELabeler:
             the seed then does not drive the noise.
         track_label_agreement: Count how often the noisy label equals the noiseless
             plurality. NOT private (it is a function of the votes); off for deployments.
+        journal_path: File of the write-ahead privacy journal (see
+            ``rllib_privacy.teachers.journaling``), or None (no journal: tests). The votes of
+            every answered batch are journaled before its labels are returned; records
+            already in the file are replayed, so a restart continues the spent budget.
 
     """
 
@@ -61,6 +69,7 @@ class PATELabeler:
         seed: int | None = None,
         track_label_agreement: bool = True,
         secure_mode: bool = False,
+        journal_path: str | None = None,
     ) -> None:
         # Ray reports an exception raised in an actor's __init__ only as text: keep a
         # configuration error and raise it from ping(), where it keeps its type.
@@ -78,6 +87,14 @@ class PATELabeler:
         self._agreements = 0
         self._requested = 0
         self._stopped = False
+        self._replayed = 0
+        self._journal: ReplayJournal | None = None
+        if journal_path is not None and self._init_error is None:
+            try:
+                self._journal = ReplayJournal(journal_path, component=JOURNAL_COMPONENT)
+                self._replay(self._journal.records_to_replay())
+            except (PrivacyJournalError, OSError, ValueError) as e:
+                self._init_error = PrivacyConfigError(f"privacy_journal_dir: {e}")
 
     def ping(self) -> int:
         """Return the number of teachers (used to wait until the actor is up).
@@ -119,6 +136,10 @@ class PATELabeler:
             answered = ledger.affordable(votes)
             votes = votes[:answered]
         if answered:
+            if self._journal is not None:
+                # Write-ahead: what ledger.record needs (the votes), durable before any label
+                # of this batch can leave the labeler.
+                self._journal.append("queries", votes=votes.tolist(), gamma=ledger.gamma)
             ledger.record(votes)
             labels[:answered] = noisy_max(
                 votes, gamma=ledger.gamma, rng=self._rng, secure_mode=self._secure_mode
@@ -128,9 +149,12 @@ class PATELabeler:
         # Stop at the first query that does not fit. (With the data-dependent basis a
         # later state with a larger vote gap might still fit; answering it would pick
         # queries by their private votes.)
-        self._stopped = answered < len(observations) or (
+        stopped = answered < len(observations) or (
             ledger.budget_basis == "data_independent" and not ledger.can_afford(num_queries=1)
         )
+        if stopped and self._journal is not None:
+            self._journal.append("stop")
+        self._stopped = stopped
         return labels, self._stopped
 
     def metrics(self) -> dict[str, float]:
@@ -147,19 +171,82 @@ class PATELabeler:
             "budget_exhausted": float(self._stopped),
             "label_agreement": agreement,
             "num_teachers": len(self._ensemble),
+            "replayed_queries": self._replayed,
         }
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-safe state: the ledger and the diagnostic counters."""
         return {
+            "replayed_queries": self._replayed,
             "ledger": self._ledger.state_dict(),
             "agreements": self._agreements,
             "requested": self._requested,
             "stopped": self._stopped,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict`: the spent budget is never reset."""
+    def checkpoint(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """``(state_dict(), journal marker)``, taken together for an Algorithm checkpoint.
+
+        The marker (which journal, up to which record) is kept apart from the state so that
+        the states of two runs with the same spend compare equal.
+        """
+        return self.state_dict(), None if self._journal is None else self._journal.marker()
+
+    def load_state_dict(
+        self, state: dict[str, Any], *, journal_marker: dict[str, Any] | None = None
+    ) -> None:
+        """Continue from a :meth:`state_dict`: the spent budget is never reset.
+
+        With a journal, the queries journaled after that state was taken (answered after the
+        checkpoint, before a crash) are replayed on top of it and counted in
+        ``metrics()["replayed_queries"]``. A state from another journal (or without a
+        ``journal_marker``: see :meth:`checkpoint`) is instead written to this journal as a
+        snapshot, so the journal alone still reproduces the totals.
+        """
+        self._load_state(state)
+        # The checkpointed model saw none of the replayed queries: the count starts from the
+        # checkpoint's own (earlier crashes), not from what this process replayed at start.
+        self._replayed = int(state.get("replayed_queries", 0))
+        if self._journal is not None:
+            self._journal.after_restore(
+                journal_marker, replay=self._replay, snapshot=self._privacy_state
+            )
+
+    def _privacy_state(self) -> dict[str, Any]:
+        """The JSON-safe totals a journal snapshot holds."""
+        state = self.state_dict()
+        del state["replayed_queries"]
+        return state
+
+    def _replay(self, records: list[dict[str, Any]]) -> None:
+        """Apply journal records (oldest first) to the ledger and the stop flag."""
+        for record in records:
+            kind = record.get("kind")
+            if kind == "queries":
+                if record["gamma"] != self._ledger.gamma:
+                    # The votes' moments depend on γ: replaying them at another γ would
+                    # misstate the spent ε.
+                    raise PrivacyJournalError(
+                        f"privacy journal {str(self._journal.path)!r} record {record['seq']} "
+                        f"was answered with pate_gamma={record['gamma']!r}, but this run has "
+                        f"pate_gamma={self._ledger.gamma!r}; resume with the same pate_gamma "
+                        "or use another privacy_journal_dir"
+                    )
+                votes = np.asarray(record["votes"])
+                self._ledger.replay(votes)
+                self._replayed += len(votes)
+            elif kind == "stop":
+                self._stopped = True
+            elif kind == SNAPSHOT:
+                self._load_state(record["state"])
+            else:
+                raise PrivacyJournalError(
+                    f"privacy journal {str(self._journal.path)!r} record {record.get('seq')} "
+                    f"has an unknown kind {kind!r} for the PATE labeler"
+                )
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        """Load a :meth:`state_dict` as it is (``load_state_dict`` adds the journal's tail)."""
         self._ledger.load_state_dict(state["ledger"])
         self._agreements = int(state["agreements"])
         self._requested = int(state["requested"])
@@ -184,7 +271,12 @@ def create_labeler_actor(**kwargs: Any) -> Any:
     """
     import ray
 
-    actor = ray.remote(num_cpus=0, max_restarts=0)(PATELabeler).remote(**kwargs)
+    # Pinned to this node: the labeler writes its journal in the trial folder on this disk.
+    actor = (
+        ray.remote(num_cpus=0, max_restarts=0)(PATELabeler)
+        .options(scheduling_strategy=same_node_strategy())
+        .remote(**kwargs)
+    )
     try:
         ray.get(actor.ping.remote())
     except ray.exceptions.RayTaskError as e:

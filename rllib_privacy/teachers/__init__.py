@@ -2,6 +2,7 @@
 
 from rllib_privacy.teachers.client import TeacherClient
 from rllib_privacy.teachers.dirichlet_teacher import (
+    JOURNAL_COMPONENT,
     TEACHER_MECHANISMS,
     DirichletTeacher,
     TeacherAnswer,
@@ -16,6 +17,7 @@ from rllib_privacy.teachers.loading import (
 )
 
 __all__ = [
+    "JOURNAL_COMPONENT",
     "TEACHER_MECHANISMS",
     "DirichletTeacher",
     "TeacherAnswer",

@@ -32,12 +32,27 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy.accounting.journal import PrivacyJournalError
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import NoiseStreams
+from rllib_privacy.teachers.journaling import SNAPSHOT, ReplayJournal
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
 TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
 COMPOSITIONS: tuple[str, ...] = ("basic", "advanced")
+#: Component name of the teacher's privacy journal (file ``<journal dir>/kickstart_teacher.jsonl``).
+JOURNAL_COMPONENT = "kickstart_teacher"
+#: ``get_state()`` keys a journal snapshot holds.
+_SNAPSHOT_KEYS = (
+    "ledger",
+    "k",
+    "rollouts",
+    "sharing",
+    "stopped_at_rollout",
+    "answered",
+    "refused",
+    "requests",
+)
 
 
 @dataclass(frozen=True)
@@ -175,10 +190,17 @@ class DirichletTeacher:
         module: The teacher's RLModule (discrete actions; ``forward_inference`` returns
             logits under ``action_dist_inputs``). It stays inside this object.
         settings: Mechanism and budget settings.
+        journal_path: File of the write-ahead privacy journal (see ``teachers.journaling``),
+            or None (no journal: tests and single-process use). Every answer's release and
+            every change of the k schedule is journaled before it takes effect; records
+            already in the file are replayed, so a restart continues the spent budget.
+            Ignored for mechanism ``"none"`` (nothing private is spent).
 
     """
 
-    def __init__(self, module: Any, settings: TeacherSettings) -> None:
+    def __init__(
+        self, module: Any, settings: TeacherSettings, *, journal_path: str | None = None
+    ) -> None:
         import gymnasium as gym
 
         if not isinstance(module.action_space, gym.spaces.Discrete):
@@ -208,13 +230,21 @@ class DirichletTeacher:
         self._answered = 0
         self._refused = 0
         self._requests = 0
+        self._replayed = 0
+        self._journal: ReplayJournal | None = None
+        if journal_path is not None and settings.mechanism == "dirichlet":
+            self._journal = ReplayJournal(journal_path, component=JOURNAL_COMPONENT)
+            self._replay(self._journal.records_to_replay())
 
     @classmethod
-    def from_checkpoint(cls, path: str, settings: TeacherSettings) -> DirichletTeacher:
+    def from_checkpoint(
+        cls, path: str, settings: TeacherSettings, *, journal_path: str | None = None
+    ) -> DirichletTeacher:
         """Load the teacher's RLModule from a checkpoint path (see ``teachers.loading``)."""
         from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
 
-        return cls(load_teacher_module(resolve_teacher_checkpoint(path)), settings)
+        module = load_teacher_module(resolve_teacher_checkpoint(path))
+        return cls(module, settings, journal_path=journal_path)
 
     # ---- what the student side may call -------------------------------------------
 
@@ -280,6 +310,7 @@ class DirichletTeacher:
                     epsilon=epsilon, delta=delta, count=int(expected_states)
                 ):
                     self._stop()
+        self._journal_schedule()
         return self.stats()
 
     def answer(self, observations: np.ndarray) -> TeacherAnswer:
@@ -322,6 +353,9 @@ class DirichletTeacher:
         if self._settings.mechanism == "none":
             self._answered += count
             return TeacherAnswer(policy.astype(np.float32), math.inf)
+        if self._journal is not None:
+            # Write-ahead: the release is durable before any answer can leave this process.
+            self._journal.append("release", k=self._k, epsilon=epsilon, delta=delta, count=count)
         from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
 
         privatized = dirichlet_mechanism(
@@ -356,7 +390,26 @@ class DirichletTeacher:
             "delta_per_release": delta,
             "epsilon_budget": self._settings.epsilon_budget,
             "lipschitz": self.restricted_lipschitz,
+            "replayed_releases": self._replayed,
         }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore ``get_state()``; the spent budget continues, never resets.
+
+        With a journal, the releases journaled after that state was taken (answered after the
+        checkpoint, before a crash) are replayed on top of it and counted in
+        ``stats()["replayed_releases"]``. A state from another journal (e.g. a checkpoint
+        restored into a new run) is instead written to this journal as a snapshot, so the
+        journal alone still reproduces the totals.
+        """
+        self._load_state(state)
+        # The checkpointed model saw none of the replayed releases: the count starts from the
+        # checkpoint's own (earlier crashes), not from what this process replayed at start.
+        self._replayed = int(state.get("replayed_releases", 0))
+        if self._journal is not None:
+            self._journal.after_restore(
+                state.get("journal"), replay=self._replay, snapshot=self._privacy_state
+            )
 
     def get_state(self) -> dict[str, Any]:
         """Checkpointable state: ledger, k schedule, counts (no weights, no noise state).
@@ -367,6 +420,8 @@ class DirichletTeacher:
         """
         return {
             "settings": self._settings.to_dict(),
+            "journal": None if self._journal is None else self._journal.marker(),
+            "replayed_releases": self._replayed,
             "ledger": self._ledger.state_dict(),
             "k": self._k,
             "rollouts": self._rollouts,
@@ -377,8 +432,8 @@ class DirichletTeacher:
             "requests": self._requests,
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Restore ``get_state()``; the spent budget continues, never resets."""
+    def _load_state(self, state: dict[str, Any]) -> None:
+        """Load ``get_state()`` as it is (``set_state`` adds the journal's tail)."""
         self._ledger.load_state_dict(state["ledger"])
         self._k = float(state["k"])
         self._rollouts = int(state["rollouts"])
@@ -407,6 +462,57 @@ class DirichletTeacher:
         if self._sharing:
             self._sharing = False
             self._stopped_at_rollout = self._rollouts
+            self._journal_schedule()
+
+    # ---- write-ahead journal -------------------------------------------------------
+
+    def _journal_schedule(self) -> None:
+        """Journal the k schedule and the sharing decision (they continue across restarts)."""
+        if self._journal is not None:
+            self._journal.append(
+                "schedule",
+                k=self._k,
+                rollouts=self._rollouts,
+                sharing=self._sharing,
+                stopped_at_rollout=self._stopped_at_rollout,
+            )
+
+    def _set_schedule(self, values: dict[str, Any]) -> None:
+        self._k = float(values["k"])
+        self._rollouts = int(values["rollouts"])
+        self._sharing = bool(values["sharing"])
+        stopped = values["stopped_at_rollout"]
+        self._stopped_at_rollout = None if stopped is None else int(stopped)
+
+    def _privacy_state(self) -> dict[str, Any]:
+        """The JSON-safe totals a journal snapshot holds (no weights, no noise stream)."""
+        state = self.get_state()
+        return {key: state[key] for key in _SNAPSHOT_KEYS}
+
+    def _replay(self, records: list[dict[str, Any]]) -> None:
+        """Apply journal records (oldest first) to the ledger, the schedule and the counts."""
+        for record in records:
+            kind = record.get("kind")
+            if kind == "release":
+                count = int(record["count"])
+                self._ledger.replay(
+                    k=record["k"], epsilon=record["epsilon"], delta=record["delta"], count=count
+                )
+                self._answered += count
+                self._replayed += count
+            elif kind == "schedule":
+                self._set_schedule(record)
+            elif kind == SNAPSHOT:
+                snapshot = record["state"]
+                self._ledger.load_state_dict(snapshot["ledger"])
+                self._set_schedule(snapshot)
+                for counter in ("answered", "refused", "requests"):
+                    setattr(self, f"_{counter}", int(snapshot[counter]))
+            else:
+                raise PrivacyJournalError(
+                    f"privacy journal {str(self._journal.path)!r} record {record.get('seq')} "
+                    f"has an unknown kind {kind!r} for the kickstart teacher"
+                )
 
 
 class TeacherServer(DirichletTeacher):
@@ -421,11 +527,13 @@ class TeacherServer(DirichletTeacher):
 
     """
 
-    def __init__(self, checkpoint: str, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, checkpoint: str, settings: dict[str, Any], *, journal_path: str | None = None
+    ) -> None:
         from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
 
         module = load_teacher_module(resolve_teacher_checkpoint(checkpoint))
-        super().__init__(module, TeacherSettings.from_dict(settings))
+        super().__init__(module, TeacherSettings.from_dict(settings), journal_path=journal_path)
 
 
 def _module_lipschitz(module: Any) -> float:

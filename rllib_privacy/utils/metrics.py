@@ -72,3 +72,15 @@ EXPLORATION_EXTRINSIC_REWARD_MEAN = "exploration/extrinsic_reward_mean"
 EXPLORATION_TRAINED_REWARD_MEAN = "exploration/trained_reward_mean"
 EXPLORATION_AE_RECONSTRUCTION_LOSS = "exploration/ae_reconstruction_loss"
 EXPLORATION_AE_BIT_FLIP_RATE = "exploration/ae_bit_flip_rate"
+
+# Budgets that survive crashes (write-ahead privacy journal, issue #7)
+#: Releases a restored run learned from the journal (made after its last checkpoint).
+PRIVACY_RELEASES_REPLAYED = "privacy/releases_replayed_from_journal"
+#: PGC-A3C: submissions whose update was lost with a rollback (counted, never re-applied).
+LDP_SUBMISSIONS_DROPPED = "ldp/submissions_dropped"
+#: PGC-A3C: submissions whose gradient went into the buffer in this model's history.
+LDP_APPLIED_SUBMISSIONS = "ldp/applied_submissions"
+#: PGC-A3C: submissions received again with an id already recorded (never applied twice).
+LDP_DUPLICATE_SUBMISSIONS = "ldp/duplicate_submissions"
+#: PGC-A3C: requests lost because their EnvRunner died (no release reached the aggregator).
+LDP_LOST_REQUESTS = "ldp/lost_requests"

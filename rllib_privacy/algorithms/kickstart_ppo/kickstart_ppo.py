@@ -44,12 +44,18 @@ from rllib_privacy.learners.kickstart_loss import (
 )
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.teachers import (
+    JOURNAL_COMPONENT,
     TeacherClient,
     TeacherServer,
     TeacherSettings,
     check_teacher_spaces,
     load_teacher_spaces,
     resolve_teacher_checkpoint,
+)
+from rllib_privacy.teachers.journaling import (
+    algorithm_journal_path,
+    check_journal_dir,
+    same_node_strategy,
 )
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
@@ -111,6 +117,7 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
         self.kickstart_lambda = loss_defaults.lam
         self.kickstart_beta = loss_defaults.beta
         self.kickstart_loss = loss_defaults.loss
+        self.privacy_journal_dir: str | None = None
 
     @override(PPOConfig)
     def training(
@@ -136,6 +143,7 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
         kickstart_lambda: float = NotProvided,
         kickstart_beta: float = NotProvided,
         kickstart_loss: str = NotProvided,
+        privacy_journal_dir: str | None = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """PPO's ``training()`` plus the keys of the README's KickstartPPO key reference."""
@@ -181,6 +189,7 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
             )
         if settings.seed is not None and settings.mechanism != "none":
             warn_fixed_seed("teacher_seed", secure_mode=settings.secure_mode)
+        check_journal_dir(self.privacy_journal_dir)
         if self.teacher_checkpoint is None:
             raise PrivacyConfigError(
                 "teacher_checkpoint is required: the path of a trained teacher (RLlib "
@@ -232,8 +241,17 @@ class KickstartPPO(PPO):
         super().setup(config)
         settings = config.teacher_settings()
         checkpoint = str(resolve_teacher_checkpoint(config.teacher_checkpoint))
-        actor_cls = ray.remote(num_cpus=0, max_restarts=0)(TeacherServer)
-        self._teacher = TeacherClient(actor_cls.remote(checkpoint, settings.to_dict()))
+        # The teacher writes its journal in the trial folder (stable across --resume): keep it
+        # on this node, whose disk that folder is on.
+        actor_cls = ray.remote(num_cpus=0, max_restarts=0)(TeacherServer).options(
+            scheduling_strategy=same_node_strategy()
+        )
+        journal = algorithm_journal_path(
+            self, config.privacy_journal_dir, component=JOURNAL_COMPONENT
+        )
+        self._teacher = TeacherClient(
+            actor_cls.remote(checkpoint, settings.to_dict(), journal_path=str(journal))
+        )
         teacher_obs, teacher_act = self._teacher.spaces()
         student_obs, student_act = self._student_spaces()
         check_teacher_spaces(
@@ -280,6 +298,7 @@ class KickstartPPO(PPO):
                     keys.PRIVACY_EPSILON_SPENT: teacher["epsilon_spent"],
                     keys.PRIVACY_DELTA_SPENT: teacher["delta_spent"],
                     keys.PRIVACY_RELEASES: teacher["releases"],
+                    keys.PRIVACY_RELEASES_REPLAYED: teacher["replayed_releases"],
                     keys.KICKSTART_EPSILON_PER_RELEASE: teacher["epsilon_per_release"],
                     keys.KICKSTART_DELTA_PER_RELEASE: teacher["delta_per_release"],
                     "teacher_epsilon_spent": teacher["epsilon_spent"],

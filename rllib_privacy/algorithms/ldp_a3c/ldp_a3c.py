@@ -10,8 +10,12 @@ applies θ ← θ − lr·mean(B) and sends θ back with the next request (eq. 2
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+import pathlib
 import time
+import uuid
 from collections import deque
 from typing import Any
 
@@ -33,7 +37,13 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
-from rllib_privacy.accounting import LDPLedger
+from rllib_privacy.accounting import (
+    LDPLedger,
+    PrivacyJournal,
+    PrivacyJournalError,
+    default_journal_dir,
+    journal_file,
+)
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
     LDPA3CEnvRunner,
@@ -41,7 +51,7 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 )
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
-from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
@@ -59,6 +69,13 @@ SCORE_WINDOW = 10
 
 #: Where a local agent's visit counts live (``count_exploration_scope``).
 COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
+_REQUEST_TAG = "ldp_submit"
+#: Component name of PGC-A3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
+JOURNAL_COMPONENT = "ldp_a3c"
+#: ``privacy_journal_dir`` values that would switch the journal off, which is not allowed.
+_JOURNAL_OFF_VALUES = (False, "", "off", "none", "false", "no", "0")
+
+logger = logging.getLogger(__name__)
 
 #: Result keys copied to the top level (Tune's table shows the first four).
 HEADLINE_KEYS = ("score_moving_mean", "epsilon_per_agent", "submissions", "fst")
@@ -115,6 +132,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         # Count-based exploration bonus of the local agents (off unless a dict is given).
         self.count_exploration: dict[str, Any] | None = None
         self.count_exploration_scope = "agent"
+        self.privacy_journal_dir: str | None = None
 
     @override(AlgorithmConfig)
     def training(
@@ -139,6 +157,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         submissions_per_iteration: int = NotProvided,
         submissions_per_request: int = NotProvided,
         secure_mode: bool = NotProvided,
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PGC-A3C's training settings (see README "LDPA3C keys").
@@ -167,6 +186,9 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
                 (all with the same θ; more = faster, staler gradients).
             secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from OS
                 entropy); the seed then does not drive the noise. Same ε.
+            privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
+                ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot
+                be switched off: a run without it could forget releases in a crash.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -346,6 +368,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             "exploration_alpha", self.exploration_alpha, low=0.0, high=1.0, inclusive_low=True
         )
         _check_number("fst_target_score", self.fst_target_score, low=-math.inf)
+        _check_journal_dir(self.privacy_journal_dir)
         if self.num_learners > 1:
             raise PrivacyConfigError(
                 "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
@@ -391,6 +414,31 @@ def _check_number(
         )
         raise PrivacyConfigError(f"config key '{name}' must be {bound}, got {value!r}")
     return number
+
+
+def _check_journal_dir(value: Any) -> None:
+    if value is None:
+        return
+    off = isinstance(value, bool) or (
+        isinstance(value, str) and value.strip().lower() in _JOURNAL_OFF_VALUES
+    )
+    if off:
+        raise PrivacyConfigError(
+            f"config key 'privacy_journal_dir' cannot switch the privacy journal off (got "
+            f"{value!r}): without it a crash between two checkpoints forgets spent budget. "
+            "Use null for <trial dir>/privacy_journal, or a folder path"
+        )
+    if not isinstance(value, str | os.PathLike):
+        raise PrivacyConfigError(
+            f"config key 'privacy_journal_dir' must be null or a folder path, got {value!r}"
+        )
+    if not pathlib.Path(value).expanduser().is_absolute():
+        # Tune runs trials in a per-session working dir, so a relative path would move
+        # on --resume and the journal would be lost.
+        raise PrivacyConfigError(
+            f"config key 'privacy_journal_dir' must be an absolute path (or start with ~), "
+            f"got {value!r}"
+        )
 
 
 def _check_int(name: str, value: Any, *, low: int) -> int:
@@ -473,6 +521,25 @@ def _reduce_learner_metrics(learner: Learner) -> dict[str, Any]:
     return learner.metrics.reduce()
 
 
+def _journal_record(submission: GradientSubmission) -> dict[str, Any]:
+    """What the journal keeps of a submission: its ledger event and public scalars."""
+    return {
+        "type": "submission",
+        "id": submission.submission_id,
+        "agent_id": submission.agent_id,
+        "agent_sequence": submission.agent_sequence,
+        "epsilon": "inf" if math.isinf(submission.epsilon) else submission.epsilon,
+        "mechanism": submission.mechanism,
+        "score": submission.score,
+        "env_steps": submission.env_steps,
+        "weights_version": submission.weights_version,
+    }
+
+
+def _decode_epsilon(value: float | str) -> float:
+    return math.inf if value == "inf" else float(value)
+
+
 class LDPA3C(Algorithm):
     """PGC-A3C: the aggregator side (training_step) of Ono & Takahashi's Alg. 1."""
 
@@ -498,10 +565,95 @@ class LDPA3C(Algorithm):
         )
         self._scores = _ScoreTracker(config.fst_target_score)
         self._mechanism = config.get_gradient_mechanism()
+        # Fault accounting (see README "Budgets that survive crashes").
+        self._applied = 0  # gradients that went into the buffer in this θ's history
+        self._duplicates = 0
+        # Lost requests = sent − answered − still in flight. Counting them this way also
+        # catches requests that RLlib's actor manager forgets without an error result (it
+        # drops every in-flight request of an actor that another call found dead).
+        self._lost_requests_restored = 0
+        self._requests_sent = 0
+        self._requests_answered = 0
+        self._replayed = 0
+        self._journal = PrivacyJournal(
+            journal_file(self._journal_dir(), JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
+        )
+        if self._journal.last_seq == -1:
+            self._journal_id = uuid.uuid4().hex
+            self._journal.append({"type": "start", "journal_id": self._journal_id})
+        else:
+            # A trial that crashed before its first checkpoint restarts from scratch in
+            # the same trial dir: its releases are in the journal, its updates are lost.
+            self._journal_id = ""
+            self._replay(self._journal.records())
+            logger.warning(
+                "LDPA3C: replayed %d releases from the privacy journal %s (their updates "
+                "were lost with the crash; the spent budget is kept)",
+                self._replayed,
+                self._journal.path,
+            )
+
+    def _journal_dir(self) -> pathlib.Path:
+        """``privacy_journal_dir``, else ``<trial dir>/privacy_journal``.
+
+        Under Tune ``self.logdir`` is a per-session working dir under /tmp/ray (it
+        changes on ``--resume``), while the trial's storage dir is what ``--resume``
+        reuses, so the default follows the storage dir when it is a local folder.
+        """
+        configured = self.config.privacy_journal_dir
+        storage = getattr(self, "_storage", None)
+        if configured is not None:
+            folder = pathlib.Path(configured).expanduser()
+            # Trials of one Tune experiment share the config: one journal per trial.
+            return folder if storage is None else folder / storage.trial_dir_name
+        if storage is not None:
+            import pyarrow.fs
+
+            if isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
+                return default_journal_dir(storage.trial_fs_path)
+            logger.warning(
+                "LDPA3C: the trial's storage is not a local folder; the privacy journal goes "
+                "to %s, which --resume does not reuse. Set privacy_journal_dir to a durable "
+                "local folder.",
+                self.logdir,
+            )
+        return default_journal_dir(self.logdir)
+
+    def _replay(self, records: list[dict[str, Any]]) -> None:
+        """Re-applies journal records to the ledger and scores (never to θ)."""
+        for record in records:
+            kind = record.get("type")
+            if kind == "submission":
+                self._ledger.record(
+                    record["agent_id"], _decode_epsilon(record["epsilon"]), record["mechanism"]
+                )
+                self._scores.add(float(record["score"]), int(record["env_steps"]))
+                self._replayed += 1
+            elif kind == "snapshot":
+                self._ledger.load_state_dict(record["ledger"])
+                self._scores.load_state_dict(record["scores"])
+                self._replayed = int(record["releases_replayed"])
+            elif kind == "start" and record["seq"] == 0:
+                self._journal_id = str(record["journal_id"])
+            else:
+                raise PrivacyJournalError(
+                    f"privacy journal {str(self._journal.path)!r} record {record['seq']} has "
+                    f"an unknown type {kind!r} for LDPA3C; was it written by another program?"
+                )
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
         """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
         return next(iter(self.learner_group.foreach_learner(func, **kwargs))).get()
+
+    def _in_flight(self) -> int:
+        manager = getattr(self.env_runner_group, "_worker_manager", None)
+        return 0 if manager is None else manager.num_outstanding_async_reqs(tag=_REQUEST_TAG)
+
+    @property
+    def _lost_requests(self) -> int:
+        """Requests whose EnvRunner died before answering (their releases never arrived)."""
+        lost = self._requests_sent - self._requests_answered - self._in_flight()
+        return self._lost_requests_restored + lost
 
     def _request_kwargs(self) -> dict[str, Any]:
         return {
@@ -527,13 +679,18 @@ class LDPA3C(Algorithm):
                     break
                 # One request in flight per runner (max_requests_in_flight_per_env_runner=1):
                 # runners that are busy are skipped, idle ones get the newest θ.
-                group.foreach_env_runner_async(
-                    "submit_gradients", tag="ldp_submit", kwargs=self._request_kwargs()
+                self._requests_sent += group.foreach_env_runner_async(
+                    "submit_gradients", tag=_REQUEST_TAG, kwargs=self._request_kwargs()
                 )
+                ready: list[GradientSubmission] = []
                 for _, submissions in group.fetch_ready_async_reqs(
-                    tags="ldp_submit", timeout_seconds=0.002
+                    tags=_REQUEST_TAG, timeout_seconds=0.002
                 ):
-                    self._receive(submissions)
+                    self._requests_answered += 1
+                    ready.extend(submissions)
+                if ready:
+                    # One journal fsync for everything that arrived together.
+                    self._receive(ready)
         # The aggregator learner's own metrics (its learning rate) go to learners/.
         self.metrics.aggregate([self._on_learner(_reduce_learner_metrics)], key=LEARNER_RESULTS)
         self._log_metrics(
@@ -542,13 +699,40 @@ class LDPA3C(Algorithm):
         )
 
     def _receive(self, submissions: list[GradientSubmission]) -> None:
+        fresh: list[GradientSubmission] = []
+        pending: dict[str, int] = {}
+        pending_epsilon: dict[str, float] = {}
         for submission in submissions:
             if not isinstance(submission, GradientSubmission):
                 raise TypeError(
                     f"aggregator accepts only GradientSubmission objects, got {type(submission)}"
                 )
+            agent = submission.agent_id
+            recorded = self._ledger.num_releases_of(agent) + pending.get(agent, 0)
+            # An agent numbers its submissions 1, 2, ... in order, so a number that is not
+            # above the count already recorded was delivered before.
+            if submission.agent_sequence <= recorded:
+                self._duplicates += 1
+                continue
+            # Checked before anything is journaled or applied; earlier releases of the same
+            # agent in this batch count too.
+            pending_epsilon[agent] = pending_epsilon.get(agent, 0.0) + submission.epsilon
+            if not self._ledger.can_release(agent, pending_epsilon[agent]):
+                raise BudgetExhaustedError(
+                    f"agent {agent!r} has spent epsilon={self._ledger.epsilon_spent(agent)!r} "
+                    f"of its budget {self._ledger.epsilon_budget_per_agent!r}; submission "
+                    f"{submission.submission_id!r} of epsilon={submission.epsilon!r} would "
+                    "exceed it (refused, not applied)"
+                )
+            pending[agent] = pending.get(agent, 0) + 1
+            fresh.append(submission)
+        # Write-ahead: the releases are durable before any of them touches θ, so a crash
+        # from here on can only over-count the budget, never forget it.
+        self._journal.extend(_journal_record(submission) for submission in fresh)
+        for submission in fresh:
             self._ledger.record(submission.agent_id, submission.epsilon, submission.mechanism)
             self._scores.add(submission.score, submission.env_steps)
+            self._applied += 1
             mean_gradient = self._buffer.add(submission.gradient)
             if mean_gradient is not None:
                 self._weights = self._on_learner(
@@ -586,6 +770,12 @@ class LDPA3C(Algorithm):
             keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
             keys.PRIVACY_DELTA_SPENT: 0.0,
             keys.PRIVACY_RELEASES: ledger.num_releases,
+            keys.PRIVACY_RELEASES_REPLAYED: self._replayed,
+            keys.LDP_APPLIED_SUBMISSIONS: self._applied,
+            # Recorded releases whose gradient is not in this θ's history (a rollback).
+            keys.LDP_SUBMISSIONS_DROPPED: max(0, scores.submissions - self._applied),
+            keys.LDP_DUPLICATE_SUBMISSIONS: self._duplicates,
+            keys.LDP_LOST_REQUESTS: self._lost_requests,
             (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN): recent,
             (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN): recent,
         }
@@ -624,12 +814,22 @@ class LDPA3C(Algorithm):
             "buffer": self._buffer.state_dict(),
             "scores": self._scores.state_dict(),
             "weights_version": self._weights_version,
+            "journal": {"id": self._journal_id, "seq": self._journal.last_seq},
+            "applied": self._applied,
+            "duplicates": self._duplicates,
+            "lost_requests": self._lost_requests,
+            "releases_replayed": self._replayed,
         }
         return state
 
     @override(Algorithm)
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores RLlib's state and the aggregator's (the ledger never resets)."""
+        """Restores RLlib's state and the aggregator's (the ledger never resets).
+
+        Releases journaled after the checkpoint (a crash between two checkpoints) are
+        replayed into the ledger; their updates rolled back with θ. A checkpoint from
+        another journal starts a snapshot in this run's journal instead.
+        """
         super().set_state(state)
         aggregator = state.get("ldp_a3c_aggregator")
         if aggregator is not None:
@@ -637,4 +837,32 @@ class LDPA3C(Algorithm):
             self._buffer.load_state_dict(aggregator["buffer"])
             self._scores.load_state_dict(aggregator["scores"])
             self._weights_version = int(aggregator["weights_version"])
+            # Checkpoints written before the journal existed lack these entries.
+            self._applied = int(aggregator.get("applied", self._scores.submissions))
+            self._duplicates = int(aggregator.get("duplicates", 0))
+            self._lost_requests_restored = int(aggregator.get("lost_requests", 0))
+            # Requests in flight now are not lost yet: count from here.
+            self._requests_sent, self._requests_answered = self._in_flight(), 0
+            self._replayed = int(aggregator.get("releases_replayed", 0))
+            journal = aggregator.get("journal") or {}
+            if journal.get("id") == self._journal_id:
+                self._replay(self._journal.records(after_seq=int(journal["seq"])))
+            else:
+                self._journal.append(
+                    {
+                        "type": "snapshot",
+                        "ledger": self._ledger.state_dict(),
+                        "scores": self._scores.state_dict(),
+                        "releases_replayed": self._replayed,
+                        "from_journal": journal.get("id"),
+                    }
+                )
         self._weights = self._on_learner(_flat_weights)
+
+    @override(Algorithm)
+    def cleanup(self) -> None:
+        """Stops RLlib's actors and closes the privacy journal."""
+        super().cleanup()
+        journal = getattr(self, "_journal", None)
+        if journal is not None:
+            journal.close()

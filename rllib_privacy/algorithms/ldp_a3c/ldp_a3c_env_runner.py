@@ -329,4 +329,5 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             score=float(score),
             env_steps=int(env_steps),
             weights_version=int(weights_version),
+            agent_sequence=agent.submissions,
         )

@@ -26,6 +26,9 @@ class GradientSubmission:
         env_steps: The episode's length, public (it is the score on CartPole).
         weights_version: Version of the global θ the gradient was computed from
             (chosen by the aggregator, so it carries no private information).
+        agent_sequence: The agent's own submission number, 1 for its first (public:
+            it only counts releases). With ``agent_id`` it identifies the submission,
+            so that the aggregator never applies a gradient twice.
 
     """
 
@@ -36,6 +39,12 @@ class GradientSubmission:
     score: float
     env_steps: int
     weights_version: int
+    agent_sequence: int
+
+    @property
+    def submission_id(self) -> str:
+        """Unique id of this release: ``"<agent_id>#<agent_sequence>"``."""
+        return f"{self.agent_id}#{self.agent_sequence}"
 
     def __post_init__(self) -> None:
         if not isinstance(self.gradient, np.ndarray) or self.gradient.ndim != 1:
@@ -54,6 +63,10 @@ class GradientSubmission:
                 raise TypeError(f"GradientSubmission.{name} must be a float, got {value!r}")
         if not isinstance(self.agent_id, str) or not isinstance(self.mechanism, str):
             raise TypeError("GradientSubmission.agent_id and .mechanism must be str")
-        for name in ("env_steps", "weights_version"):
+        for name in ("env_steps", "weights_version", "agent_sequence"):
             if not isinstance(getattr(self, name), int):
                 raise TypeError(f"GradientSubmission.{name} must be an int")
+        if self.agent_sequence < 1:
+            raise ValueError(
+                f"GradientSubmission.agent_sequence must be >= 1, got {self.agent_sequence}"
+            )

@@ -44,6 +44,10 @@ from rllib_privacy.callbacks.pate_labeling import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
+from rllib_privacy.teachers.journaling import (
+    algorithm_journal_path,
+    check_journal_dir,
+)
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -70,6 +74,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_label_loss_coeff": 1.0,
     "pate_log_label_agreement": True,
     "pate_secure_mode": False,
+    "privacy_journal_dir": None,
 }
 
 
@@ -119,6 +124,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
         pate_label_loss_coeff: float = NotProvided,
         pate_log_label_agreement: bool = NotProvided,
         pate_secure_mode: bool = NotProvided,
+        privacy_journal_dir: str | None = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PPO's and PATE's training settings (see README "PATEPPO keys").
@@ -139,6 +145,8 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
             pate_secure_mode: Floating-point-safe noisy max (OpenDP Laplace, OS entropy);
                 the seed then does not drive the labels' noise.
+            privacy_journal_dir: Folder of the labeler's write-ahead privacy journal (None:
+                ``<trial folder>/privacy_journal``); it cannot be switched off.
             **kwargs: Forwarded to ``PPOConfig.training``.
 
         Returns:
@@ -201,6 +209,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
                 f"per order is kept for every query), got {self.pate_max_order!r}"
             )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
+        check_journal_dir(self.privacy_journal_dir)
         if not isinstance(self.pate_log_label_agreement, bool):
             raise PrivacyConfigError(
                 "config key 'pate_log_label_agreement' must be true or false, "
@@ -297,7 +306,7 @@ class PATEPPO(PPO):
     @override(PPO)
     def setup(self, config: PATEPPOConfig) -> None:
         """Builds PPO, then starts the one labeler actor and hands it to every EnvRunner."""
-        from rllib_privacy.pate.labeler import create_labeler_actor
+        from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
         from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
 
         super().setup(config)
@@ -305,6 +314,9 @@ class PATEPPO(PPO):
             config.teacher_checkpoints, num_teachers=config.pate_num_teachers
         )
         observation_space, action_space = self.env_runner_group.get_spaces()[DEFAULT_MODULE_ID]
+        journal = algorithm_journal_path(
+            self, config.privacy_journal_dir, component=JOURNAL_COMPONENT
+        )
         self._labeler = create_labeler_actor(
             teacher_dirs=[str(p) for p in teacher_dirs],
             observation_space=observation_space,
@@ -313,6 +325,7 @@ class PATEPPO(PPO):
             seed=config.seed,
             track_label_agreement=config.pate_log_label_agreement,
             secure_mode=config.pate_secure_mode,
+            journal_path=str(journal),
         )
         self._share_labeler()
 
@@ -350,6 +363,7 @@ class PATEPPO(PPO):
             keys.PRIVACY_EPSILON_SPENT: basis_epsilon,
             keys.PRIVACY_DELTA_SPENT: pate["delta"],
             keys.PRIVACY_RELEASES: pate["queries"],
+            keys.PRIVACY_RELEASES_REPLAYED: pate["replayed_queries"],
         }
         for key, value in values.items():
             self.metrics.log_value(tuple(key.split("/")), value, window=1)
@@ -372,7 +386,9 @@ class PATEPPO(PPO):
         import ray
 
         state = super().get_state(components, not_components=not_components, **kwargs)
-        state["pate_labeler"] = ray.get(self._labeler.state_dict.remote())
+        state["pate_labeler"], state["pate_labeler_journal"] = ray.get(
+            self._labeler.checkpoint.remote()
+        )
         return state
 
     @override(Algorithm)
@@ -382,7 +398,11 @@ class PATEPPO(PPO):
 
         super().set_state(state)
         if "pate_labeler" in state:
-            ray.get(self._labeler.load_state_dict.remote(state["pate_labeler"]))
+            ray.get(
+                self._labeler.load_state_dict.remote(
+                    state["pate_labeler"], journal_marker=state.get("pate_labeler_journal")
+                )
+            )
 
     @override(Algorithm)
     def cleanup(self) -> None:

@@ -1,0 +1,237 @@
+"""The PATE labeler's write-ahead privacy journal: replay, restore, budget across crashes.
+
+Unit tests use an in-process ``PATELabeler``; the ``ray`` test kills a real
+``rllib train -f`` run mid-way (SIGKILL) and resumes it with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from kill_resume_helpers import journal_records, kill_past_checkpoint_then_resume
+from test_pate_ppo_units import ENV, save_teacher
+
+from rllib_privacy.accounting import PATELedger
+from rllib_privacy.accounting.journal import PrivacyJournal
+from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, UNLABELED, PATELabeler
+
+GAMMA, DELTA = 0.05, 1e-5
+#: Queries per EnvRunner sample in the CLI run (one sample per iteration).
+QUERIES = 20
+
+
+@pytest.fixture(scope="module")
+def teachers(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("teachers")
+    return [str(save_teacher(root / f"t{i}", seed=i)) for i in range(3)]
+
+
+def _labeler(teachers: list[str], journal: Path, **ledger: Any) -> PATELabeler:
+    return PATELabeler(
+        teachers,
+        observation_space=ENV.observation_space,
+        action_space=ENV.action_space,
+        ledger=PATELedger(gamma=GAMMA, delta=DELTA, **ledger),
+        seed=0,
+        journal_path=str(journal),
+    )
+
+
+def _obs(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-0.2, 0.2, (n, 4)).astype(np.float32)
+
+
+PRIVACY_METRICS = ("queries", "epsilon", "epsilon_data_independent", "budget_exhausted")
+
+
+def _privacy(labeler: PATELabeler) -> dict[str, float]:
+    metrics = labeler.metrics()
+    return {key: metrics[key] for key in PRIVACY_METRICS}
+
+
+def _budget_for(queries: int) -> float:
+    """The data-independent ε of exactly ``queries`` queries (one more does not fit)."""
+    ledger = PATELedger(gamma=GAMMA, delta=DELTA)
+    ledger.replay(np.tile([3, 0], (queries, 1)))
+    budget = ledger.epsilon_data_independent
+    ledger.replay([3, 0])
+    assert ledger.epsilon_data_independent > budget * (1 + 1e-6)
+    return budget
+
+
+def test_votes_are_journaled_before_labels_leave(
+    teachers: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    labeler = _labeler(teachers, journal)
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("killed while labeling")
+
+    monkeypatch.setattr("rllib_privacy.pate.labeler.noisy_max", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        labeler.label(_obs(7, seed=0))
+    records = PrivacyJournal(journal, component=JOURNAL_COMPONENT).records()
+    assert [r["kind"] for r in records] == ["header", "queries"]
+    votes = np.asarray(records[-1]["votes"])
+    assert votes.shape == (7, 2) and (votes.sum(axis=1) == len(teachers)).all()
+    # The restarted labeler counts the 7 queries although no label left (over-count only).
+    assert _labeler(teachers, journal).metrics()["queries"] == 7
+
+
+def test_restart_without_checkpoint_replays_everything(teachers: list[str], tmp_path: Path) -> None:
+    journal = tmp_path / "journal" / "pate_labeler.jsonl"
+    labeler = _labeler(teachers, journal, budget_basis="data_dependent")
+    for seed in range(3):
+        labeler.label(_obs(10, seed))
+    restarted = _labeler(teachers, journal, budget_basis="data_dependent")
+    assert _privacy(restarted) == _privacy(labeler)
+    assert restarted.metrics()["replayed_queries"] == 30
+    # Same vote histograms in the same order: the data-dependent ε is bit-identical.
+    assert restarted.metrics()["epsilon"] == labeler.metrics()["epsilon"] > 0
+
+
+def test_journal_of_another_gamma_is_refused(teachers: list[str], tmp_path: Path) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    _labeler(teachers, journal).label(_obs(5, seed=0))
+    labeler = PATELabeler(
+        teachers,
+        observation_space=ENV.observation_space,
+        action_space=ENV.action_space,
+        ledger=PATELedger(gamma=2 * GAMMA, delta=DELTA),
+        journal_path=str(journal),
+    )
+    with pytest.raises(PrivacyConfigError, match="pate_gamma=0.05, but this run has .*=0.1"):
+        labeler.ping()
+
+
+def test_restore_replays_the_queries_after_the_checkpoint(
+    teachers: list[str], tmp_path: Path
+) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    labeler = _labeler(teachers, journal)
+    labeler.label(_obs(10, seed=0))
+    checkpoint, marker = json.loads(json.dumps(labeler.checkpoint()))
+    labeler.label(_obs(6, seed=1))
+    labeler.label(_obs(5, seed=2))  # answered after the checkpoint, then the process dies
+    restarted = _labeler(teachers, journal)  # what PATEPPO.setup does on a resumed trial
+    restarted.load_state_dict(checkpoint, journal_marker=marker)  # then Tune restores it
+    assert _privacy(restarted) == _privacy(labeler)
+    assert restarted.metrics()["replayed_queries"] == 11
+    again = _labeler(teachers, journal)
+    state, marker = restarted.checkpoint()
+    again.load_state_dict(state, journal_marker=marker)
+    assert again.metrics()["replayed_queries"] == 11 and _privacy(again) == _privacy(labeler)
+
+
+def test_checkpoint_restored_into_a_new_journal_is_snapshotted(
+    teachers: list[str], tmp_path: Path
+) -> None:
+    old = _labeler(teachers, tmp_path / "old.jsonl")
+    old.label(_obs(12, seed=0))
+    fresh_journal = tmp_path / "new" / "pate_labeler.jsonl"
+    moved = _labeler(teachers, fresh_journal)
+    state, marker = old.checkpoint()  # the marker names the old journal, not this one
+    moved.load_state_dict(state, journal_marker=marker)
+    records = PrivacyJournal(fresh_journal, component=JOURNAL_COMPONENT).records()
+    assert [r["kind"] for r in records] == ["header", "snapshot"]
+    moved.label(_obs(4, seed=1))
+    old.label(_obs(4, seed=1))
+    assert _privacy(_labeler(teachers, fresh_journal)) == _privacy(old) == _privacy(moved)
+
+
+def test_budget_holds_across_any_number_of_restarts(teachers: list[str], tmp_path: Path) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    budget = _budget_for(25)
+    answered = 0
+    for restart in range(5):
+        labeler = _labeler(teachers, journal, epsilon_budget=budget)
+        labels, exhausted = labeler.label(_obs(10, seed=restart))
+        answered += int(np.sum(labels != UNLABELED))
+        assert labeler.metrics()["epsilon_data_independent"] <= budget
+    assert answered == 25 and exhausted
+    final = _labeler(teachers, journal, epsilon_budget=budget)
+    assert final.metrics()["budget_exhausted"] == 1.0 and final.metrics()["queries"] == 25
+    labels, exhausted = final.label(_obs(3, seed=9))
+    assert exhausted and (labels == UNLABELED).all()
+
+
+@pytest.mark.parametrize("value", [False, "off", "", 0, {"path": "x"}])
+def test_privacy_journal_dir_cannot_be_switched_off(value: Any) -> None:
+    config = PATEPPOConfig()
+    config.update_from_dict({"teacher_checkpoints": "teachers", "privacy_journal_dir": value})
+    with pytest.raises(PrivacyConfigError, match="privacy_journal_dir"):
+        config.validate_pate_settings()
+
+
+# ---- resume after SIGKILL through the CLI ------------------------------------------------
+
+ITERATIONS = 12
+EVERY = 3
+#: The budget lasts this many iterations' queries, across the kill.
+BUDGET_ITERATIONS = 8
+
+
+def _experiment(teachers: list[str], budget: float) -> dict[str, Any]:
+    return {
+        "pate-journal": {
+            "run": "PATEPPO",
+            "env": "rllib_privacy/CartPoleGravity-v0",
+            "stop": {"training_iteration": ITERATIONS},
+            "checkpoint_config": {"checkpoint_frequency": EVERY, "num_to_keep": None},
+            "config": {
+                "teacher_checkpoints": teachers,
+                "pate_gamma": GAMMA,
+                "pate_delta": DELTA,
+                "pate_epsilon_budget": budget,
+                "pate_query_selection": "all",
+                "pate_queries_per_sample": QUERIES,
+                "train_batch_size_per_learner": 50,
+                "minibatch_size": 50,
+                "num_epochs": 1,
+                "num_env_runners": 0,
+                "model_config": {"fcnet_hiddens": [8]},
+            },
+        }
+    }
+
+
+def _queried(records: list[dict[str, Any]]) -> int:
+    return sum(len(r["votes"]) for r in records if r["kind"] == "queries")
+
+
+@pytest.mark.ray
+def test_killed_run_resumes_with_its_spent_budget(teachers: list[str], tmp_path: Path) -> None:
+    budget = _budget_for(BUDGET_ITERATIONS * QUERIES)
+    cycle = kill_past_checkpoint_then_resume(
+        _experiment(teachers, budget),
+        tmp_path,
+        component=JOURNAL_COMPONENT,
+        spent=_queried,
+        per_iteration=QUERIES,
+    )
+    queried_at_kill, rows, first = cycle.spent_at_kill, cycle.rows, cycle.rows[0]
+    assert EVERY * QUERIES < queried_at_kill < BUDGET_ITERATIONS * QUERIES
+    # Nothing resets: the resumed run starts from every query journaled before the kill.
+    assert first["pate_queries"] == queried_at_kill + QUERIES
+    at_kill = PATELedger(gamma=GAMMA, delta=DELTA)
+    for record in cycle.journal_at_kill:
+        if record["kind"] == "queries":
+            at_kill.replay(record["votes"])
+    assert first["pate_epsilon"] >= at_kill.epsilon > 0
+    assert first["pate_epsilon_data_independent"] > at_kill.epsilon_data_independent
+    replayed = first["privacy"]["releases_replayed_from_journal"]
+    assert replayed == queried_at_kill - cycle.restored_iteration * QUERIES
+    for row in rows:
+        assert row["pate_epsilon_data_independent"] <= budget
+    assert rows[-1]["pate"]["budget_exhausted"] == 1.0
+    assert rows[-1]["pate_queries"] == BUDGET_ITERATIONS * QUERIES
+    # The journal is the ground truth: no more queries were answered than the budget allows.
+    final = journal_records(tmp_path / "results", JOURNAL_COMPONENT)
+    assert _queried(final) == BUDGET_ITERATIONS * QUERIES
