@@ -14,6 +14,11 @@ Sample sizes and thresholds: with ``n`` estimation releases, an event of probabi
 method), z = 1.96 at 95% confidence. Each test states its numbers; every threshold leaves
 more than ``NOISE_SIGMAS`` standard errors of room. Seeds are fixed, so the verdicts are
 deterministic; across seeds each ``passed`` holds with probability >= 95% by construction.
+
+Secure mode (``secure_mode=True``) draws from OpenDP / OS entropy, not from the audit's seed,
+so those verdicts are random: they are audited at confidence ``SECURE_CONFIDENCE`` (see the
+"secure mode" section for the failure bounds). ``test_every_exported_mechanism_is_audited``
+fails when ``rllib_privacy.mechanisms.__all__`` gains a name without an audit or a reason.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from rllib_privacy import mechanisms
 from rllib_privacy.accounting import (
     dirichlet_delta_union_bound,
     dirichlet_privacy,
@@ -38,10 +44,14 @@ from rllib_privacy.mechanisms import (
     gaussian_noisy_max,
     instance_laplace,
     laplace_gradient,
+    laplace_noise_scale,
     noisy_max,
     projected_random_sign,
     randomized_sign,
     restricted_lipschitz,
+    secure_discrete_laplace,
+    secure_gaussian,
+    secure_laplace,
 )
 
 NOISE_SIGMAS = 5.0
@@ -63,7 +73,13 @@ def tiled(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def audit_gradient_mechanism(
-    mechanism: object, grad_a: object, *, claimed: float, num_samples: int, seed: int
+    mechanism: object,
+    grad_a: object,
+    *,
+    claimed: float,
+    num_samples: int,
+    seed: int,
+    confidence: float = 0.95,
 ) -> AuditResult:
     """Per-call audit of a gradient mechanism on ``grad_a`` vs ``-grad_a``."""
     return audit_mechanism(
@@ -73,18 +89,21 @@ def audit_gradient_mechanism(
         epsilon=claimed,
         num_samples=num_samples,
         rng=np.random.default_rng(seed),
+        confidence=confidence,
     )
 
 
 # ----------------------------------------------------------------- Laplace gradient (Alg. 2)
 
+# Worst case for L1 clipping to C/2: opposite corners of the ball, at L1 distance C.
+LAPLACE_GRAD_A = np.array([CLIP / 2, 0.0, 0.0, 0.0])
+
 
 def audit_laplace_gradient(noise_epsilon: float, claimed: float) -> AuditResult:
     """Audit ``laplace_gradient`` run at ``noise_epsilon`` against a claim of ``claimed``."""
-    # Worst case for L1 clipping to C/2: opposite corners of the ball, at L1 distance C.
     return audit_gradient_mechanism(
         lambda grad, rng: laplace_gradient(grad, epsilon=noise_epsilon, clip=CLIP, rng=rng),
-        np.array([CLIP / 2, 0.0, 0.0, 0.0]),
+        LAPLACE_GRAD_A,
         claimed=claimed,
         num_samples=PER_CALL_SAMPLES,
         seed=2024,
@@ -146,19 +165,27 @@ def test_projected_random_sign_passes_with_power(epsilon: float, num_samples: in
     assert result.supported_epsilon > 0.5 * epsilon, result
 
 
-def test_gradient_mechanism_spec_on_torch_tensors_passes_with_power() -> None:
-    # The path the learner mixin and PGC-A3C's EnvRunners take: GradientMechanism.privatize
-    # on torch tensors, here PRS with the debiased (rescaled: post-processing) output.
+def audit_prs_spec(
+    epsilon: float, *, secure_mode: bool, num_samples: int, confidence: float
+) -> AuditResult:
+    """Audit ``GradientMechanism("prs", ε, 1, debias=True).privatize`` on torch ±e₁."""
     torch = pytest.importorskip("torch")
-    epsilon = 2.0
-    spec = GradientMechanism("prs", epsilon, 1.0, debias=True)
-    result = audit_gradient_mechanism(
+    spec = GradientMechanism("prs", epsilon, 1.0, debias=True, secure_mode=secure_mode)
+    return audit_gradient_mechanism(
         spec.privatize,
         torch.tensor([1.0, 0.0]),
         claimed=epsilon,
-        num_samples=5_000,
+        num_samples=num_samples,
         seed=5,
+        confidence=confidence,
     )
+
+
+def test_gradient_mechanism_spec_on_torch_tensors_passes_with_power() -> None:
+    # The path the learner mixin and PGC-A3C's EnvRunners take: GradientMechanism.privatize
+    # on torch tensors, here PRS with the debiased (rescaled: post-processing) output.
+    epsilon = 2.0
+    result = audit_prs_spec(epsilon, secure_mode=False, num_samples=5_000, confidence=0.95)
     assert result.passed, result
     # d̂ = 1, ε' = 2: p_a = 0.294, p_b = 0.040; 2500 releases: slack 0.9, floor 1.1.
     assert result.supported_epsilon > 0.5 * epsilon, result
@@ -192,6 +219,26 @@ VOTES_A = np.array([3.0, 7.0])
 VOTES_B = np.array([2.0, 8.0])
 
 
+def lnmax_label_zero_probabilities(gamma: float) -> tuple[float, float]:
+    """P(label 0) on VOTES_A and VOTES_B under LNMax with Laplace(1/γ) noise.
+
+    Label 0 iff Z_0 - Z_1 > gap, P(Z_0 - Z_1 > t) = (2 + γt)e^{-γt}/4 for two Laplace(1/γ).
+    Gaps 4 and 6 give ln ratio 0.777 at γ = 0.5 (2γ is reached only as gap → ∞).
+    """
+    return (
+        (2 + gamma * 4) * math.exp(-gamma * 4) / 4,
+        (2 + gamma * 6) * math.exp(-gamma * 6) / 4,
+    )
+
+
+def gnmax_label_zero_probabilities(sigma: float) -> tuple[float, float]:
+    """P(label 0) on VOTES_A and VOTES_B under GNMax: label 0 iff N(0, 2σ²) > gap."""
+    return (
+        float(stats.norm.sf(4 / (sigma * math.sqrt(2)))),
+        float(stats.norm.sf(6 / (sigma * math.sqrt(2)))),
+    )
+
+
 def test_lnmax_passes_with_power() -> None:
     gamma = 0.5  # claimed (2γ, 0)-DP per query: ε = 1
     result = audit_mechanism(
@@ -205,10 +252,7 @@ def test_lnmax_passes_with_power() -> None:
     )
     assert result.passed, result
     assert result.event_kind == "discrete"
-    # Exact: label 0 iff Z_0 - Z_1 > gap, P(Z_0 - Z_1 > t) = (2 + γt)e^{-γt}/4 for two
-    # Laplace(1/γ). Gaps 4 and 6 give ln ratio 0.777 (2γ is reached only as gap → ∞).
-    p_a = (2 + gamma * 4) * math.exp(-gamma * 4) / 4
-    p_b = (2 + gamma * 6) * math.exp(-gamma * 6) / 4
+    p_a, p_b = lnmax_label_zero_probabilities(gamma)
     exact = math.log(p_a / p_b)
     assert result.supported_epsilon <= exact
     assert result.supported_epsilon > exact - bound_slack(p_a, p_b, result.num_estimation)
@@ -234,8 +278,7 @@ def test_gnmax_passes_with_the_accountants_epsilon_delta() -> None:
     # Exact: label 0 iff N(0, 2σ²) > gap. The RDP-to-DP conversion over orders <= 8 makes
     # the accountant's ε (3.64) about 2.4x the exact label-level ε at this δ (1.53), so power
     # is checked against the exact value.
-    p_a = float(stats.norm.sf(4 / (sigma * math.sqrt(2))))
-    p_b = float(stats.norm.sf(6 / (sigma * math.sqrt(2))))
+    p_a, p_b = gnmax_label_zero_probabilities(sigma)
     exact = math.log((p_a - delta) / p_b)
     assert exact <= claim.epsilon
     assert result.supported_epsilon <= exact
@@ -266,8 +309,14 @@ def exact_beta_epsilon(
     return best
 
 
-def test_dirichlet_passes_with_the_accountants_epsilon_delta() -> None:
-    k, eta, tau, num_actions = 5.0, 0.1, 1e-3, 2
+DIRICHLET_K, DIRICHLET_ETA, DIRICHLET_TAU = 5.0, 0.1, 1e-3
+
+
+def audit_dirichlet(
+    *, secure_mode: bool, num_samples: int, confidence: float
+) -> tuple[AuditResult, float, float]:
+    """Audit ``dirichlet_mechanism`` (m = 2) at its worst case: (result, claimed ε, exact ε)."""
+    k, eta, tau, num_actions = DIRICHLET_K, DIRICHLET_ETA, DIRICHLET_TAU, 2
     # The accountant assumes ‖π̃(s) - π̃(s')‖₂ <= L·b with L the restricted Lipschitz
     # constant; δ is computed at the vertex of Δ_{m,η}. Worst case: π̃_a = that vertex
     # (policy one-hot), π̃_b at distance exactly L·b from it (the only direction for m = 2).
@@ -295,20 +344,28 @@ def test_dirichlet_passes_with_the_accountants_epsilon_delta() -> None:
         policy_b,
         epsilon=claim.epsilon,
         delta=claim.delta,
-        num_samples=BATCH_SAMPLES,
+        num_samples=num_samples,
         rng=np.random.default_rng(13),
+        confidence=confidence,
         batch_mechanism=lambda policy, n, rng: dirichlet_mechanism(
-            tiled(policy, n), k=k, eta=eta, rng=rng
+            tiled(policy, n), k=k, eta=eta, rng=rng, secure_mode=secure_mode
         ),
     )
-    assert result.passed, result
     restricted_a = (1 - num_actions * eta) * policy_a + eta
     restricted_b = (1 - num_actions * eta) * policy_b + eta
     exact = exact_beta_epsilon(tuple(k * restricted_a), tuple(k * restricted_b), claim.delta)
+    return result, claim.epsilon, exact
+
+
+def test_dirichlet_passes_with_the_accountants_epsilon_delta() -> None:
+    result, claimed, exact = audit_dirichlet(
+        secure_mode=False, num_samples=BATCH_SAMPLES, confidence=0.95
+    )
+    assert result.passed, result
     # eq. 12 (ε = 12.2 here) bounds the ratio on all of Δ_{m,τ} by worst cases, so it is
     # about 5x the exact ε(δ) = 2.55 of these two output laws; power is checked against
     # the exact value (the best event has p ≈ 0.13 vs 0.0045: slack about 0.3).
-    assert exact <= claim.epsilon
+    assert exact <= claimed
     assert result.supported_epsilon <= exact
     assert result.supported_epsilon > 0.8 * exact, result
 
@@ -368,6 +425,384 @@ def test_instance_laplace_sampling_query_meets_its_pdp_loss() -> None:
     assert result.supported_epsilon > 0.75 * loss, result
 
 
+# ----------------------------------------------------------------- secure mode
+#
+# In secure mode the noise comes from OpenDP / OS entropy, never from the audit's seed, so
+# these verdicts are random. Why a failure of an honest mechanism is negligible:
+# - ``passed``: the auditor's guarantee (exact Clopper-Pearson bounds, no asymptotics) gives
+#   P(passed is False) <= 1 - SECURE_CONFIDENCE = 1e-6 per audit for a mechanism that meets
+#   its claim, whatever the sample size: <= 1e-5 over the ten secure audits below.
+# - power floors: each is the best event's bound minus NOISE_SIGMAS = 5 more standard errors
+#   (delta method, ``bound_slack``), so a spurious power failure has probability about
+#   Φ(-5) ≈ 3e-7 per test (normal approximation).
+# - the broken mechanism: its bound lands >= 5 standard errors above the claim.
+# No test retries. Sample sizes keep the secure set under ~30 s on an idle machine (OpenDP's
+# exact Laplace costs ~40-70 µs per entry plus ~1 ms per call).
+
+SECURE_CONFIDENCE = 1.0 - 1e-6
+# Per-call budget for laplace_gradient (one OpenDP call per release: ~1 ms each).
+SECURE_LAPLACE_SAMPLES = 6_000
+# Batch budget: ~2-4·10⁴ OpenDP Laplace entries per input.
+SECURE_BATCH_SAMPLES = 20_000
+
+
+def secure_floor(exact: float, p_x: float, p_y: float, num_estimation: int) -> float:
+    """Power floor of a secure audit: ``exact`` minus the slack at SECURE_CONFIDENCE."""
+    return exact - bound_slack(p_x, p_y, num_estimation, SECURE_CONFIDENCE)
+
+
+def secure_audit(input_a: object, input_b: object, **options: object) -> AuditResult:
+    """Batch audit at SECURE_CONFIDENCE; the mechanism draws its own (OpenDP/OS) noise."""
+    return audit_mechanism(
+        None, input_a, input_b, rng=None, confidence=SECURE_CONFIDENCE, **options
+    )
+
+
+def test_secure_laplace_gradient_passes_with_power() -> None:
+    epsilon = 1.0
+    # One OpenDP call per release: the global L1 clip of laplace_gradient forbids stacking
+    # many releases into one gradient, so this audit is per call.
+    result = audit_gradient_mechanism(
+        lambda grad, rng: laplace_gradient(
+            grad, epsilon=epsilon, clip=CLIP, rng=rng, secure_mode=True
+        ),
+        LAPLACE_GRAD_A,
+        claimed=epsilon,
+        num_samples=SECURE_LAPLACE_SAMPLES,
+        seed=2024,
+        confidence=SECURE_CONFIDENCE,
+    )
+    assert result.passed, result
+    # Best event {s > C/2}: p = 1/2 vs e^{-ε}/2; 3000 estimation releases: floor 0.44.
+    floor = secure_floor(epsilon, 0.5, 0.5 * math.exp(-epsilon), result.num_estimation)
+    assert floor > 0.4
+    assert result.supported_epsilon > floor, result
+
+
+def broken_secure_laplace(grad: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n releases of laplace_gradient's formula, secure sampler, noise scale C/(2ε) (ε = 1).
+
+    One OpenDP call on the (n, d) stack: the rows are independent releases.
+    """
+    del rng  # OpenDP draws its own randomness
+    rows = tiled(grad, n)
+    # Per-row L1 clip to C/2 as laplace_gradient does (clip_l1 clips a whole array at once).
+    rows /= np.maximum(1.0, np.abs(rows).sum(axis=1, keepdims=True) / (CLIP / 2))
+    return secure_laplace(rows, laplace_noise_scale(epsilon=1.0, clip=CLIP) / 2)
+
+
+def test_broken_secure_laplace_with_halved_noise_is_caught_with_the_same_budget() -> None:
+    epsilon = 1.0
+    num_samples = SECURE_LAPLACE_SAMPLES
+    result = secure_audit(
+        LAPLACE_GRAD_A,
+        -LAPLACE_GRAD_A,
+        epsilon=epsilon,
+        num_samples=num_samples,
+        batch_mechanism=broken_secure_laplace,
+    )
+    # True ε = 2ε: best event p = 1/2 vs e^{-2ε}/2; 3000 estimation releases put the bound
+    # 5 standard errors above the claim (1.15 > 1) even at 1e-6 confidence.
+    floor = secure_floor(2 * epsilon, 0.5, 0.5 * math.exp(-2 * epsilon), num_samples // 2)
+    assert floor > 1.1 * epsilon
+    assert result.num_samples == SECURE_LAPLACE_SAMPLES
+    assert not result.passed, result
+    assert result.supported_epsilon > floor, result
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "num_samples"),
+    [(1.0, 10_000), (5.0, 20_000)],
+    ids=["eps1-dhat1", "eps5-dhat2"],
+)
+def test_secure_projected_random_sign_passes_with_power(epsilon: float, num_samples: int) -> None:
+    result = audit_gradient_mechanism(
+        lambda grad, rng: projected_random_sign(
+            grad, epsilon=epsilon, clip=1.0, rng=rng, secure_mode=True
+        ),
+        np.array([1.0, 0.0]),
+        claimed=epsilon,
+        num_samples=num_samples,
+        seed=7,
+        confidence=SECURE_CONFIDENCE,
+    )
+    assert result.passed, result
+    reduced_dim = max(1, min(2, math.floor(epsilon / 2.5)))
+    keep = 1.0 / (1.0 + math.exp(-epsilon / reduced_dim))
+    p_a = 3.0**-reduced_dim * keep**reduced_dim
+    p_b = 3.0**-reduced_dim * (1 - keep) ** reduced_dim
+    if epsilon == 1.0:
+        # p = 0.24 vs 0.09, 5000 estimation releases: floor 0.31.
+        assert result.supported_epsilon > secure_floor(epsilon, p_a, p_b, result.num_estimation)
+    else:
+        # p_b = 6e-4: ~6 hits in 10^4 releases, too rare for the normal slack. Clopper-Pearson
+        # at 1e-6 with 20 hits (P(Poisson(6.4) >= 20) = 1.3e-5) gives p_b <= 0.0052 and,
+        # with p_a >= 0.08, a bound of 2.57 > 0.4·ε.
+        assert result.supported_epsilon > 0.4 * epsilon, result
+
+
+def test_secure_gradient_mechanism_spec_on_torch_tensors_passes() -> None:
+    epsilon = 2.0
+    result = audit_prs_spec(
+        epsilon, secure_mode=True, num_samples=4_000, confidence=SECURE_CONFIDENCE
+    )
+    assert result.passed, result
+    # d̂ = 1, ε' = 2: p_a = 0.294, p_b = 0.040; 2000 releases: floor 0.57.
+    assert result.supported_epsilon > secure_floor(epsilon, 0.294, 0.040, 2000), result
+
+
+def test_secure_randomized_sign_per_coordinate_is_tight() -> None:
+    epsilon, clip = 0.8, 1.0
+
+    def batch(u: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        return randomized_sign(
+            np.full(n, u), epsilon_per_coordinate=epsilon, clip=clip, rng=rng, secure_mode=True
+        )
+
+    result = secure_audit(
+        clip,
+        -clip,
+        epsilon=epsilon,
+        num_samples=BATCH_SAMPLES,
+        batch_mechanism=batch,
+    )
+    keep = 1.0 / (1.0 + math.exp(-epsilon))
+    assert result.passed, result
+    assert result.supported_epsilon > secure_floor(epsilon, keep, 1 - keep, result.num_estimation)
+
+
+def test_secure_lnmax_passes_with_power() -> None:
+    gamma = 0.5
+    result = secure_audit(
+        VOTES_A,
+        VOTES_B,
+        epsilon=2 * gamma,
+        num_samples=SECURE_BATCH_SAMPLES,
+        # One OpenDP call on the (n, 2) vote stack: n independent queries.
+        batch_mechanism=lambda votes, n, rng: noisy_max(
+            tiled(votes, n), gamma=gamma, rng=rng, secure_mode=True
+        ),
+    )
+    assert result.passed, result
+    p_a, p_b = lnmax_label_zero_probabilities(gamma)
+    # 10^4 estimation queries: floor 0.14 (exact 0.777, slack 0.64 at 1e-6 + 5 SE).
+    floor = secure_floor(math.log(p_a / p_b), p_a, p_b, result.num_estimation)
+    assert floor > 0.1
+    assert result.supported_epsilon > floor, result
+
+
+def test_secure_gnmax_passes_with_the_accountants_epsilon_delta() -> None:
+    sigma, delta = 2.0, 1e-5
+    claim = gnmax_epsilon(1, sigma=sigma, delta=delta)
+    # Integer votes: OpenDP's exact discrete Gaussian, one call on the (n, 2) stack.
+    result = secure_audit(
+        VOTES_A,
+        VOTES_B,
+        batch_mechanism=lambda votes, n, rng: gaussian_noisy_max(
+            tiled(votes, n), sigma=sigma, rng=rng, secure_mode=True
+        ),
+        num_samples=SECURE_BATCH_SAMPLES,
+        epsilon=claim.epsilon,
+        delta=delta,
+    )
+    assert result.passed, result
+    p_a, p_b = gnmax_label_zero_probabilities(sigma)
+    # Integer votes get the discrete Gaussian, whose label law (lattice noise, ties) is
+    # close to but not exactly the continuous one behind p_a, p_b (ln ratio 1.53); the
+    # continuous floor (0.44 at 10^4 queries) leaves room for that gap (measured: ~1.1).
+    floor = secure_floor(math.log((p_a - delta) / p_b), p_a, p_b, result.num_estimation)
+    assert result.supported_epsilon > floor, result
+
+
+def test_secure_dirichlet_passes_with_the_accountants_epsilon_delta() -> None:
+    # Numpy Gamma draws seeded from OS entropy, then snapped to the 2^-20 grid: as fast as
+    # the default mode, so the full default budget.
+    result, claimed, exact = audit_dirichlet(
+        secure_mode=True, num_samples=BATCH_SAMPLES, confidence=SECURE_CONFIDENCE
+    )
+    assert result.passed, result
+    assert exact <= claimed
+    # Best event p ≈ 0.13 vs 0.0045 with δ = 0.0735 subtracted from 0.13: at 1e-6 and
+    # 10^5 releases the bound lands about 0.35 below 2.55, 5 SE more is 0.35 again.
+    assert result.supported_epsilon > 0.7 * exact, result
+
+
+def test_secure_instance_laplace_passes_with_power() -> None:
+    # The tightest paper action (b = Δf/ε): claimed ε = 1 per instance.
+    low, high = 150.0, 230.0
+    scale = action_multiplier("1/eps", 1.0) * (high - low)
+    claimed = (high - low) / scale
+    result = secure_audit(
+        low,
+        high,
+        epsilon=claimed,
+        num_samples=SECURE_BATCH_SAMPLES // 2,
+        # One OpenDP call on n copies of the instance: n independent releases.
+        batch_mechanism=lambda value, n, rng: instance_laplace(
+            np.full(n, value), scale, rng=rng, secure_mode=True
+        ),
+    )
+    assert result.passed, result
+    floor = secure_floor(claimed, 0.5, 0.5 * math.exp(-claimed), result.num_estimation)
+    assert result.supported_epsilon > floor, result
+
+
+def test_secure_discrete_laplace_sampler_passes_with_power() -> None:
+    # No mechanism uses it yet; it is exported, so it is audited directly: counts 0 vs 1
+    # (integer sensitivity 1) with scale 1 are 1-DP.
+    result = secure_audit(
+        0,
+        1,
+        epsilon=1.0,
+        num_samples=2 * SECURE_BATCH_SAMPLES,
+        batch_mechanism=lambda count, n, rng: secure_discrete_laplace(np.full(n, count), 1.0),
+        max_discrete_values=0,  # many integer values: threshold events
+    )
+    assert result.passed, result
+    # Best event {Z + c <= 0}: p = 1/(1 + e^{-1}) = 0.73 vs e^{-1}·0.73 = 0.27, ratio e.
+    p_a = 1.0 / (1.0 + math.exp(-1.0))
+    floor = secure_floor(1.0, p_a, p_a * math.exp(-1.0), result.num_estimation)
+    assert result.supported_epsilon > floor, result
+
+
+def gaussian_delta(epsilon: float, sigma: float) -> float:
+    """Exact δ(ε) of the Gaussian mechanism, sensitivity 1 (Balle & Wang 2018, Thm. 8)."""
+    return float(
+        stats.norm.cdf(1 / (2 * sigma) - epsilon * sigma)
+        - math.exp(epsilon) * stats.norm.cdf(-1 / (2 * sigma) - epsilon * sigma)
+    )
+
+
+def test_secure_gaussian_sampler_passes_with_power() -> None:
+    # Used by gaussian_noisy_max on non-integer votes; audited directly on 0 vs 1 with σ = 1
+    # against its exact (ε = 1, δ(1) = 0.127) curve point.
+    delta = gaussian_delta(1.0, 1.0)
+    result = secure_audit(
+        0.0,
+        1.0,
+        epsilon=1.0,
+        delta=delta,
+        num_samples=SECURE_BATCH_SAMPLES // 2,
+        batch_mechanism=lambda value, n, rng: secure_gaussian(np.full(n, value), 1.0),
+    )
+    assert result.passed, result
+    # (1, δ(1)) is tight (sup over events of ln((P_0(E) - δ)/P_1(E)) is exactly 1, at
+    # {s <= -1/2}), but δ eats most of the mass there. At 1e-6 confidence the best event is
+    # near {s <= 1/4} (p = 0.60 vs 0.23): bound minus 5 SE (delta method, δ subtracted) is
+    # 0.26 with 5000 estimation releases.
+    assert result.supported_epsilon > 0.2, result
+
+
+# ----------------------------------------------------------------- coverage
+
+# Every name exported by rllib_privacy.mechanisms: the audit tests (in this module) that
+# cover it, or why it needs none. A new export fails test_every_exported_mechanism_is_audited
+# until it is added here.
+NO_RELEASE = "releases nothing random"
+AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
+    "GradientMechanism": (
+        "test_gradient_mechanism_spec_on_torch_tensors_passes_with_power",
+        "test_secure_gradient_mechanism_spec_on_torch_tensors_passes",
+    ),
+    "MECHANISM_NAMES": f"a tuple of names; {NO_RELEASE}",
+    "NoiseStreams": "a source of generators; the mechanisms that draw from them are audited",
+    "PrivacyWarning": f"a warning class; {NO_RELEASE}",
+    "SECURE_GRID_BITS": f"a constant; {NO_RELEASE}",
+    "bin_edges": f"histogram edges (pure helper); {NO_RELEASE}",
+    "clip_l1": f"deterministic clipping, audited inside laplace_gradient; {NO_RELEASE}",
+    "concentration_radius": f"closed-form radius; {NO_RELEASE}",
+    "dirichlet_mechanism": (
+        "test_dirichlet_passes_with_the_accountants_epsilon_delta",
+        "test_secure_dirichlet_passes_with_the_accountants_epsilon_delta",
+    ),
+    "gaussian_noisy_max": (
+        "test_gnmax_passes_with_the_accountants_epsilon_delta",
+        "test_secure_gnmax_passes_with_the_accountants_epsilon_delta",
+    ),
+    "histogram_pmf": f"an empirical PMF; {NO_RELEASE}",
+    "instance_laplace": (
+        "test_instance_laplace_per_instance_passes_with_power",
+        "test_instance_laplace_sampling_query_meets_its_pdp_loss",
+        "test_secure_instance_laplace_passes_with_power",
+    ),
+    "kickstart_threshold": f"closed-form threshold; {NO_RELEASE}",
+    "kl_divergence": f"a KL divergence of PMFs; {NO_RELEASE}",
+    "laplace_bin_masses": f"exact Laplace bin masses; {NO_RELEASE}",
+    "laplace_gradient": (
+        "test_laplace_gradient_passes_with_power",
+        "test_secure_laplace_gradient_passes_with_power",
+    ),
+    "laplace_noise_scale": f"the scale formula C/ε; {NO_RELEASE}",
+    "lipschitz_upper_bound": f"a bound on a network's Lipschitz constant; {NO_RELEASE}",
+    "noise_generator": "returns a generator; the mechanisms that draw from it are audited",
+    "noisy_max": ("test_lnmax_passes_with_power", "test_secure_lnmax_passes_with_power"),
+    "norm_concentration_radius": f"closed-form radius; {NO_RELEASE}",
+    "os_entropy_generator": "returns a generator; secure PRS and Dirichlet audits draw from it",
+    "plurality": f"noiseless argmax of the votes (no privacy claim); {NO_RELEASE}",
+    "privatized_pmf": f"the exact PMF of a release, computed; {NO_RELEASE}",
+    "projected_random_sign": (
+        "test_projected_random_sign_passes_with_power",
+        "test_secure_projected_random_sign_passes_with_power",
+    ),
+    "prs_projection_matrix": "data-independent projection (no privacy loss); audited in PRS",
+    "prs_reduced_dim": f"the d̂ formula; {NO_RELEASE}",
+    "prs_sign_probability": f"the eq. (24) probability; {NO_RELEASE}",
+    "randomized_sign": (
+        "test_randomized_sign_per_coordinate_is_tight",
+        "test_secure_randomized_sign_per_coordinate_is_tight",
+    ),
+    "restrict_policy": f"deterministic η-restriction; {NO_RELEASE}",
+    "restricted_lipschitz": f"a Lipschitz constant; {NO_RELEASE}",
+    "sample_dirichlet": (
+        "test_dirichlet_passes_with_the_accountants_epsilon_delta",
+        "test_secure_dirichlet_passes_with_the_accountants_epsilon_delta",
+    ),
+    "secure_bernoulli": (
+        "test_secure_randomized_sign_per_coordinate_is_tight",
+        "test_secure_projected_random_sign_passes_with_power",
+    ),
+    "secure_discrete_gaussian": ("test_secure_gnmax_passes_with_the_accountants_epsilon_delta",),
+    "secure_discrete_laplace": ("test_secure_discrete_laplace_sampler_passes_with_power",),
+    "secure_gaussian": ("test_secure_gaussian_sampler_passes_with_power",),
+    "secure_laplace": (
+        "test_secure_laplace_gradient_passes_with_power",
+        "test_secure_lnmax_passes_with_power",
+        "test_secure_instance_laplace_passes_with_power",
+    ),
+    "snap_to_grid": f"post-processing of the Dirichlet release; {NO_RELEASE}",
+    "validate_votes": f"input validation; {NO_RELEASE}",
+    "warn_fixed_seed": f"emits a warning; {NO_RELEASE}",
+}
+
+
+def check_audit_coverage(exported: set[str]) -> None:
+    """Assert that AUDIT_COVERAGE covers exactly ``exported``, naming existing audit tests."""
+    assert set(AUDIT_COVERAGE) == exported, (
+        f"audit or justify the new exports {sorted(exported - set(AUDIT_COVERAGE))}; "
+        f"drop the stale entries {sorted(set(AUDIT_COVERAGE) - exported)}"
+    )
+    for name, covered_by in AUDIT_COVERAGE.items():
+        if isinstance(covered_by, str):
+            assert covered_by.strip(), name
+            continue
+        assert covered_by, name
+        for test_name in covered_by:
+            assert test_name.startswith("test_") and callable(globals().get(test_name)), (
+                f"{name} names {test_name}, which is not an audit test in this module"
+            )
+
+
+def test_every_exported_mechanism_is_audited() -> None:
+    check_audit_coverage(set(mechanisms.__all__))
+
+
+def test_coverage_check_fails_on_an_unaudited_export() -> None:
+    with pytest.raises(AssertionError, match="new_noise_mechanism"):
+        check_audit_coverage({*mechanisms.__all__, "new_noise_mechanism"})
+    with pytest.raises(AssertionError, match="laplace_gradient"):
+        check_audit_coverage(set(mechanisms.__all__) - {"laplace_gradient"})
+
+
 def print_table() -> None:
     """Run every audit above and print its figures (the README's table)."""
     recorded: list[AuditResult] = []
@@ -400,16 +835,43 @@ def print_table() -> None:
             for action in ("3/eps", "2/eps", "1/eps")
         ),
         ("ILM sampling query", test_instance_laplace_sampling_query_meets_its_pdp_loss),
+        ("secure laplace_gradient", test_secure_laplace_gradient_passes_with_power),
+        (
+            "secure broken Laplace",
+            test_broken_secure_laplace_with_halved_noise_is_caught_with_the_same_budget,
+        ),
+        *(
+            (
+                f"secure PRS eps={epsilon:g}",
+                lambda e=epsilon, n=n: test_secure_projected_random_sign_passes_with_power(e, n),
+            )
+            for epsilon, n in ((1.0, 10_000), (5.0, 20_000))
+        ),
+        (
+            "secure GradientMechanism PRS debias, torch",
+            test_secure_gradient_mechanism_spec_on_torch_tensors_passes,
+        ),
+        ("secure randomized_sign", test_secure_randomized_sign_per_coordinate_is_tight),
+        ("secure LNMax", test_secure_lnmax_passes_with_power),
+        ("secure GNMax", test_secure_gnmax_passes_with_the_accountants_epsilon_delta),
+        ("secure Dirichlet", test_secure_dirichlet_passes_with_the_accountants_epsilon_delta),
+        ("secure instance_laplace 1/eps", test_secure_instance_laplace_passes_with_power),
+        ("secure_discrete_laplace", test_secure_discrete_laplace_sampler_passes_with_power),
+        ("secure_gaussian", test_secure_gaussian_sampler_passes_with_power),
     ]
-    print("| audit | claim (ε, δ) | supported ε | point estimate | passed | releases per input |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| audit | claim (ε, δ) | supported ε | point estimate | passed | releases per input "
+        "| confidence |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, case in cases:
         case()
         result = recorded[-1]
         print(
             f"| {name} | ({result.epsilon:.3g}, {result.delta:.3g}) | "
             f"{result.supported_epsilon:.3f} | {result.empirical_epsilon:.3f} | "
-            f"{'yes' if result.passed else 'no'} | {result.num_samples} |"
+            f"{'yes' if result.passed else 'no'} | {result.num_samples} | "
+            f"{result.confidence:.7g} |"
         )
     globals()["audit_mechanism"] = original
 
