@@ -42,7 +42,6 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.tune.registry import get_trainable_cls
 
 from rllib_privacy._registration import ALGORITHM_NAMES
-from rllib_privacy.algorithms.count_exploration.count_exploration_config import OWN_KEYS
 from rllib_privacy.cli import rllib_main
 from rllib_privacy.envs import (
     ACROBOT_MASS_ENV_ID,
@@ -153,7 +152,7 @@ def own_training_keys(algo_name: str) -> tuple[str, ...]:
     own = set(inspect.signature(config_cls.training).parameters)
     own -= set(inspect.signature(base.training).parameters) | {"self", "kwargs"}
     if hasattr(config_cls, "count_based_exploration"):
-        own |= set(OWN_KEYS)
+        own |= set(inspect.signature(config_cls.count_based_exploration).parameters) - {"self"}
     return tuple(sorted(own))
 
 
