@@ -235,6 +235,7 @@ def test_gradient_submission_rejects_non_finite_gradients(grad: np.ndarray) -> N
     with pytest.raises(ValueError, match=FINITE_MESSAGE):
         GradientSubmission(
             agent_id="agent-0",
+            agent_sequence=1,
             gradient=grad.astype(np.float32),
             epsilon=1.0,
             mechanism="laplace",
