@@ -6,6 +6,9 @@ process and own a ledger. Each appends the ledger event(s) of an answer to a
 :class:`~rllib_privacy.accounting.journal.PrivacyJournal` BEFORE the answer is returned, so a
 driver killed between two checkpoints can only over-count, never under-count (DESIGN §3).
 
+:func:`check_journal_dir` and :func:`algorithm_journal_path` (the ``privacy_journal_dir`` key and
+where a trial's journal lives) are also what PGC-A3C's aggregator (``LDPA3C``) uses.
+
 :class:`ReplayJournal` adds what both need on top of the journal:
 
 * a header record with a random ``journal_id``, so that a checkpoint knows which journal its
@@ -59,6 +62,8 @@ __all__ = [
 JOURNAL_DIR_KEY = "privacy_journal_dir"
 #: Record kind that replaces the component's totals by the state it holds.
 SNAPSHOT = "snapshot"
+#: ``privacy_journal_dir`` values that would switch the journal off, which is not allowed.
+_JOURNAL_OFF_VALUES = ("", "off", "none", "false", "no", "0", "disabled")
 _HEADER = "header"
 
 
@@ -74,21 +79,26 @@ def check_journal_dir(value: Any) -> None:
     """
     if value is None:
         return
-    if isinstance(value, str | os.PathLike) and str(value).strip():
-        if str(value).strip().lower() not in {"off", "false", "none", "no", "disabled"}:
-            if os.path.isabs(os.path.expanduser(os.fspath(value))):
-                return
-            # Tune runs a trial in a per-session working dir: a relative folder would move
-            # on --resume and the journal with it.
-            raise PrivacyConfigError(
-                f"config key {JOURNAL_DIR_KEY!r} must be an absolute path (or start with ~), "
-                f"got {value!r}"
-            )
-    raise PrivacyConfigError(
-        f"config key {JOURNAL_DIR_KEY!r} must be null (default: <trial dir>/privacy_journal) "
-        f"or a folder path, got {value!r}; a private run cannot switch its privacy journal off "
-        "(without it a crash between two checkpoints would forget spent budget)"
+    off = isinstance(value, bool) or (
+        isinstance(value, str) and value.strip().lower() in _JOURNAL_OFF_VALUES
     )
+    if off:
+        raise PrivacyConfigError(
+            f"config key {JOURNAL_DIR_KEY!r} cannot switch the privacy journal off (got "
+            f"{value!r}): without it a crash between two checkpoints forgets spent budget. "
+            "Use null for <trial dir>/privacy_journal, or a folder path"
+        )
+    if not isinstance(value, str | os.PathLike):
+        raise PrivacyConfigError(
+            f"config key {JOURNAL_DIR_KEY!r} must be null or a folder path, got {value!r}"
+        )
+    if not pathlib.Path(value).expanduser().is_absolute():
+        # Tune runs trials in a per-session working dir, so a relative path would move
+        # on --resume and the journal would be lost.
+        raise PrivacyConfigError(
+            f"config key {JOURNAL_DIR_KEY!r} must be an absolute path (or start with ~), "
+            f"got {value!r}"
+        )
 
 
 def same_node_strategy() -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import pathlib
 import time
 import uuid
 from collections import deque
@@ -41,8 +40,6 @@ from rllib_privacy.accounting import (
     LDPLedger,
     PrivacyJournal,
     PrivacyJournalError,
-    default_journal_dir,
-    journal_file,
 )
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
@@ -55,6 +52,7 @@ from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
+from rllib_privacy.teachers.journaling import algorithm_journal_path, check_journal_dir
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
@@ -72,8 +70,6 @@ COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
 _REQUEST_TAG = "ldp_submit"
 #: Component name of PGC-A3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
 JOURNAL_COMPONENT = "ldp_a3c"
-#: ``privacy_journal_dir`` values that would switch the journal off, which is not allowed.
-_JOURNAL_OFF_VALUES = (False, "", "off", "none", "false", "no", "0")
 
 logger = logging.getLogger(__name__)
 
@@ -368,7 +364,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             "exploration_alpha", self.exploration_alpha, low=0.0, high=1.0, inclusive_low=True
         )
         _check_number("fst_target_score", self.fst_target_score, low=-math.inf)
-        _check_journal_dir(self.privacy_journal_dir)
+        check_journal_dir(self.privacy_journal_dir)
         if self.num_learners > 1:
             raise PrivacyConfigError(
                 "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
@@ -414,31 +410,6 @@ def _check_number(
         )
         raise PrivacyConfigError(f"config key '{name}' must be {bound}, got {value!r}")
     return number
-
-
-def _check_journal_dir(value: Any) -> None:
-    if value is None:
-        return
-    off = isinstance(value, bool) or (
-        isinstance(value, str) and value.strip().lower() in _JOURNAL_OFF_VALUES
-    )
-    if off:
-        raise PrivacyConfigError(
-            f"config key 'privacy_journal_dir' cannot switch the privacy journal off (got "
-            f"{value!r}): without it a crash between two checkpoints forgets spent budget. "
-            "Use null for <trial dir>/privacy_journal, or a folder path"
-        )
-    if not isinstance(value, str | os.PathLike):
-        raise PrivacyConfigError(
-            f"config key 'privacy_journal_dir' must be null or a folder path, got {value!r}"
-        )
-    if not pathlib.Path(value).expanduser().is_absolute():
-        # Tune runs trials in a per-session working dir, so a relative path would move
-        # on --resume and the journal would be lost.
-        raise PrivacyConfigError(
-            f"config key 'privacy_journal_dir' must be an absolute path (or start with ~), "
-            f"got {value!r}"
-        )
 
 
 def _check_int(name: str, value: Any, *, low: int) -> int:
@@ -576,7 +547,10 @@ class LDPA3C(Algorithm):
         self._requests_answered = 0
         self._replayed = 0
         self._journal = PrivacyJournal(
-            journal_file(self._journal_dir(), JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
+            algorithm_journal_path(
+                self, self.config.privacy_journal_dir, component=JOURNAL_COMPONENT
+            ),
+            component=JOURNAL_COMPONENT,
         )
         if self._journal.last_seq == -1:
             self._journal_id = uuid.uuid4().hex
@@ -592,32 +566,6 @@ class LDPA3C(Algorithm):
                 self._replayed,
                 self._journal.path,
             )
-
-    def _journal_dir(self) -> pathlib.Path:
-        """``privacy_journal_dir``, else ``<trial dir>/privacy_journal``.
-
-        Under Tune ``self.logdir`` is a per-session working dir under /tmp/ray (it
-        changes on ``--resume``), while the trial's storage dir is what ``--resume``
-        reuses, so the default follows the storage dir when it is a local folder.
-        """
-        configured = self.config.privacy_journal_dir
-        storage = getattr(self, "_storage", None)
-        if configured is not None:
-            folder = pathlib.Path(configured).expanduser()
-            # Trials of one Tune experiment share the config: one journal per trial.
-            return folder if storage is None else folder / storage.trial_dir_name
-        if storage is not None:
-            import pyarrow.fs
-
-            if isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem):
-                return default_journal_dir(storage.trial_fs_path)
-            logger.warning(
-                "LDPA3C: the trial's storage is not a local folder; the privacy journal goes "
-                "to %s, which --resume does not reuse. Set privacy_journal_dir to a durable "
-                "local folder.",
-                self.logdir,
-            )
-        return default_journal_dir(self.logdir)
 
     def _replay(self, records: list[dict[str, Any]]) -> None:
         """Re-applies journal records to the ledger and scores (never to θ)."""
