@@ -196,15 +196,25 @@ def success_table(results: list[dict[str, Any]], budget: int) -> str:
 FROZENLAKE_YAML = REPO_ROOT / "tuned_configs" / "simhash_ppo_frozenlake.yaml"
 FROZENLAKE_RETURN = 0.99
 
+#: FrozenLake arms: name -> (bonus piece, the 14-step limit is terminal), table label.
+FROZENLAKE_ARMS: dict[str, tuple[str, bool, str]] = {
+    "simhash": ("simhash", True, "PPO + SimHash (simhash_ppo_frozenlake.yaml, limit terminal)"),
+    "rllib_terminal": ("rllib", True, "PPO + RLlib CountBasedCuriosity, limit terminal"),
+    "rllib": ("rllib", False, "PPO + RLlib CountBasedCuriosity (RLlib's example as is)"),
+    "simhash_truncated": ("simhash", False, "PPO + SimHash, limit truncated (RLlib's setting)"),
+}
+
 
 def frozenlake_algo(arm: str, seed: int) -> Any:
     """PPO on the FrozenLake 8x8 YAML's settings, with our bonus or RLlib's example piece.
 
-    ``arm`` ``"simhash"`` is tuned_configs/simhash_ppo_frozenlake.yaml as shipped;
-    ``"rllib"`` is stock PPO with the same settings (those of RLlib's
-    examples/curiosity/count_based_curiosity.py: 8x8 map, 5 envs per runner, 10 epochs,
-    vf_loss_coeff 0.01, shared value layers, one-hot observations) and RLlib's
-    ``CountBasedCuriosity`` learner connector (β/n, β = 1) instead of ours.
+    The bonus is ours (tuned_configs/simhash_ppo_frozenlake.yaml's ExplorationPPO) or, for
+    the ``rllib*`` arms, stock PPO with the same settings (those of RLlib's
+    examples/curiosity/count_based_curiosity.py: 8x8 map, 14-step limit, 5 envs per
+    runner, 10 epochs, vf_loss_coeff 0.01, shared value layers, one-hot observations) and
+    RLlib's ``CountBasedCuriosity`` learner connector (β/n, β = 1) instead of ours. The
+    14-step limit is terminal (``rllib_privacy/TimeLimitAsTerminal-v0``, the shipped
+    YAML) or truncated (plain ``FrozenLake-v1``, RLlib's example), see FROZENLAKE_ARMS.
     """
     import yaml
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -213,17 +223,25 @@ def frozenlake_algo(arm: str, seed: int) -> Any:
 
     from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
 
+    if arm not in FROZENLAKE_ARMS:
+        raise ValueError(f"unknown FrozenLake arm {arm!r}; allowed: {', '.join(FROZENLAKE_ARMS)}")
+    bonus, terminal, _ = FROZENLAKE_ARMS[arm]
     spec = next(iter(yaml.safe_load(FROZENLAKE_YAML.read_text()).values()))
-    # One process per arm, learner and sampling in it: both arms sample the same way.
+    # One process per arm, learner and sampling in it: all arms sample the same way.
     config = {**spec["config"], "seed": seed, "num_env_runners": 0}
-    if arm == "simhash":
-        return build_algo(ExplorationPPOConfig, spec["env"], config)
+    env = spec["env"]
+    if not terminal:  # the wrapped gymnasium env itself: the limit truncates
+        env_config = dict(config["env_config"])
+        env = env_config.pop("env_id")
+        config["env_config"] = env_config
+    if bonus == "simhash":
+        return build_algo(ExplorationPPOConfig, env, config)
     config.pop("count_exploration")
     config.pop("flatten_observations")
     model_config = config.pop("model_config", {})
     return (
         PPOConfig()
-        .environment(spec["env"])
+        .environment(env)
         .update_from_dict(config)
         .env_runners(
             env_to_module_connector=lambda env, spaces=None, device=None: FlattenObservations()
@@ -259,30 +277,57 @@ def frozenlake_trial(arm: str, seed: int, budget: int, wall_cap: float) -> dict[
 
 
 def run_frozenlake(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Both arms at once, each in its own process with its own one-CPU Ray instance."""
+    """Every arm × seed, ``--parallel`` at a time, each in its own one-CPU Ray process.
+
+    Runs are started seed-major and arm-interleaved, so that arms share the machine's load
+    alike.
+    """
     import subprocess
     import tempfile
 
+    arms = [a.strip() for a in args.frozenlake_arms.split(",") if a.strip()]
+    unknown = sorted(set(arms) - set(FROZENLAKE_ARMS))
+    if unknown or not arms:
+        raise SystemExit(
+            f"--frozenlake-arms: unknown {unknown}; allowed: {', '.join(FROZENLAKE_ARMS)}"
+        )
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        running = []
-        for arm in ("simhash", "rllib"):
-            out = Path(tmp) / f"frozenlake_{arm}.json"
-            spec = f"{arm},{args.seed},{args.frozenlake_budget},{args.frozenlake_wall_cap}"
-            cmd = [sys.executable, __file__, "--frozenlake-trial", spec, "--json", str(out)]
-            running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
+        running: list[tuple[Any, Path]] = []
+        for seed in range(args.seed, args.seed + args.seeds):
+            for arm in arms:
+                while len(running) >= args.parallel:
+                    running = _reap(running, results)
+                out = Path(tmp) / f"frozenlake_{arm}_{seed}.json"
+                spec = f"{arm},{seed},{args.frozenlake_budget},{args.frozenlake_wall_cap}"
+                cmd = [sys.executable, __file__, "--frozenlake-trial", spec, "--json", str(out)]
+                running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
         while running:
             running = _reap(running, results)
-    return sorted(results, key=lambda r: r["arm"] != "simhash")
+    order = list(FROZENLAKE_ARMS)
+    return sorted(results, key=lambda r: (order.index(r["arm"]), r["seed"]))
 
 
 def frozenlake_table(results: list[dict[str, Any]]) -> str:
-    """Markdown table: env steps to return ≥ 0.99 (or the best return at the cap) per arm."""
-    names = {
-        "simhash": "PPO + SimHash bonus (simhash_ppo_frozenlake.yaml)",
-        "rllib": "PPO + RLlib CountBasedCuriosity (RLlib's example)",
-    }
+    """Markdown tables: per arm (runs reaching 0.99, median steps), then per run."""
+    arms = [a for a in FROZENLAKE_ARMS if any(r["arm"] == a for r in results)]
     lines = [
+        f"| arm | runs reaching return ≥ {FROZENLAKE_RETURN} | median env steps to it "
+        "(runs that reached it) | env steps of each run (— : not reached) |",
+        "|---|---|---|---|",
+    ]
+    for arm in arms:
+        runs = [r for r in results if r["arm"] == arm]
+        reached = sorted(r["reached_at"] for r in runs if r["reached_at"] is not None)
+        median = f"{statistics.median(reached):,.0f}" if reached else "—"
+        each = ", ".join(
+            f"{r['reached_at']:,}" if r["reached_at"] is not None else "—" for r in runs
+        )
+        lines.append(
+            f"| {FROZENLAKE_ARMS[arm][2]} | {len(reached)}/{len(runs)} | {median} | {each} |"
+        )
+    lines += [
+        "",
         f"| arm | seed | env steps to return ≥ {FROZENLAKE_RETURN} | best return | "
         "env steps run | wall s |",
         "|---|---|---|---|---|---|",
@@ -290,7 +335,7 @@ def frozenlake_table(results: list[dict[str, Any]]) -> str:
     for r in results:
         reached = f"{r['reached_at']:,}" if r["reached_at"] is not None else "not reached"
         lines.append(
-            f"| {names.get(r['arm'], r['arm'])} | {r['seed']} | {reached} | "
+            f"| {FROZENLAKE_ARMS[r['arm']][2]} | {r['seed']} | {reached} | "
             f"{r['best_return']:.3f} | {r['env_steps']:,} | {r['wall_s']:.0f} |"
         )
     return "\n".join(lines)
@@ -510,7 +555,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--frozenlake-wall-cap", type=float, default=3600.0, help="seconds per run (frozenlake)"
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per arm (success)")
+    parser.add_argument(
+        "--frozenlake-arms",
+        default=",".join(FROZENLAKE_ARMS),
+        help=f"comma-separated FrozenLake arms: {', '.join(FROZENLAKE_ARMS)}",
+    )
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per arm (success, frozenlake)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--budget", type=int, default=150_000, help="env steps per run")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time (1 CPU each)")

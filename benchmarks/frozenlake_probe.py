@@ -1,13 +1,14 @@
 """Diagnostic probe for issue #4: per-iteration PPO state on the FrozenLake 8x8 arms.
 
-Runs one arm of ``benchmarks/exploration.py``'s FrozenLake comparison (``simhash``: our
-ExplorationPPO YAML; ``rllib``: stock PPO with RLlib's ``CountBasedCuriosity``) and writes
+Runs one arm of ``benchmarks/exploration.py``'s FrozenLake comparison (its
+``FROZENLAKE_ARMS``: ``simhash`` is our ExplorationPPO YAML as shipped, with the 14-step
+limit terminal; ``simhash_truncated`` the same with the limit truncated, RLlib's setting;
+``rllib`` / ``rllib_terminal`` stock PPO with RLlib's ``CountBasedCuriosity``) and writes
 one JSON line per iteration: extrinsic return, bonus, value loss, entropy, KL, the value
 V(s) of the start cell and of the two cells next to the goal (from the learner's module)
-and the greedy action of every cell. ``--time-limit-as-terminal`` ends episodes at the
-14-step limit as terminal (no bootstrap from V(s_T)) to test the collapse mechanism.
+and the greedy action of every cell.
 
-    python benchmarks/frozenlake_probe.py --arm simhash --seed 0 --budget 130000 \
+    python benchmarks/frozenlake_probe.py --arm simhash_truncated --seed 0 --budget 130000 \
         --out /tmp/fl4/probe_simhash.jsonl
 """
 
@@ -20,23 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exploration as bx  # noqa: E402
 
 #: Cells (row·8 + col) above and left of the goal (7, 7).
 NEAR_GOAL = (55, 62)
-
-
-class TimeLimitAsTerminal(gym.Wrapper):
-    """Reports the time limit's truncation as termination (Pardo et al. 2018, time-unaware)."""
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        """One env step with ``terminated = terminated or truncated``."""
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated or truncated, False, info
 
 
 def _module_probe(algo: Any) -> dict[str, Any]:
@@ -63,28 +52,18 @@ def _module_probe(algo: Any) -> dict[str, Any]:
 def main() -> None:
     """Parses the flags, trains one arm and writes the JSON lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arm", choices=("simhash", "rllib"), default="simhash")
+    parser.add_argument("--arm", choices=tuple(bx.FROZENLAKE_ARMS), default="simhash")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=130_000)
     parser.add_argument("--wall-cap", type=float, default=1_500.0)
-    parser.add_argument("--time-limit-as-terminal", action="store_true")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
     import ray
-    from ray import tune
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    if args.time_limit_as_terminal:
-        tune.register_env(
-            "fl_time_limit_terminal",
-            lambda cfg: TimeLimitAsTerminal(gym.make("FrozenLake-v1", **cfg)),
-        )
-        spec = yaml.safe_load(bx.FROZENLAKE_YAML.read_text())
-        spec[next(iter(spec))]["env"] = "fl_time_limit_terminal"
-        patched = args.out.with_suffix(".yaml")
-        patched.write_text(yaml.safe_dump(spec))
-        bx.FROZENLAKE_YAML = patched
+    import rllib_privacy  # noqa: F401  (registers the envs)
+
     algo = bx.frozenlake_algo(args.arm, args.seed)
     start = time.time()
     with args.out.open("w") as out:

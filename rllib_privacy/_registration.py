@@ -36,6 +36,9 @@ def register_all() -> None:
     from rllib_privacy.envs import INSTANCE_LAPLACE_ENV_ID, make_instance_laplace
 
     register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)
+    from rllib_privacy.envs import TIME_LIMIT_AS_TERMINAL_ENV_ID, make_time_limit_as_terminal
+
+    register_env(TIME_LIMIT_AS_TERMINAL_ENV_ID, make_time_limit_as_terminal)
     register_trainable("LDPA3C", LDPA3C)
     register_trainable("KickstartPPO", KickstartPPO)
     _register_count_exploration()

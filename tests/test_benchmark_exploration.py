@@ -86,13 +86,36 @@ def test_frozenlake_table_reports_steps_or_best_return_at_the_cap(bench) -> None
     for run, steps in zip(runs, (52000, 120000), strict=True):
         run.update(env_steps=steps, wall_s=10.0)
     table = bench.frozenlake_table(runs)
-    assert "| PPO + SimHash bonus (simhash_ppo_frozenlake.yaml) | 0 | 52,000 | 1.000 |" in table
-    assert "| PPO + RLlib CountBasedCuriosity (RLlib's example) | 0 | not reached | 0.400 |" in (
-        table
-    )
+    simhash, rllib = (bench.FROZENLAKE_ARMS[arm][2] for arm in ("simhash", "rllib"))
+    assert f"| {simhash} | 0 | 52,000 | 1.000 |" in table
+    assert f"| {rllib} | 0 | not reached | 0.400 |" in table
+    assert f"| {simhash} | 1/1 | 52,000 | 52,000 |" in table
+    assert f"| {rllib} | 0/1 | — | — |" in table
     assert "120,000" in table
     section = bench.render(bench.build_parser().parse_args([]), {"frozenlake": runs}, "python x.py")
     assert "### FrozenLake 8x8" in section and table in section
+
+
+def test_frozenlake_summary_takes_the_median_over_seeds(bench) -> None:
+    runs = [
+        {"arm": "simhash", "seed": seed, "reached_at": steps, "best_return": 1.0}
+        for seed, steps in enumerate((80000, None, 60000, 100000))
+    ]
+    for run in runs:
+        run.update(env_steps=run["reached_at"] or 200000, wall_s=1.0)
+    table = bench.frozenlake_table(runs)
+    assert (
+        f"| {bench.FROZENLAKE_ARMS['simhash'][2]} | 3/4 | 80,000 | 80,000, —, 60,000, 100,000 |"
+        in (table)
+    )
+
+
+def test_unknown_frozenlake_arm_is_rejected(bench) -> None:
+    args = bench.build_parser().parse_args(["--frozenlake-arms", "simhash,bogus"])
+    with pytest.raises(SystemExit, match="bogus"):
+        bench.run_frozenlake(args)
+    with pytest.raises(ValueError, match="bogus"):
+        bench.frozenlake_algo("bogus", 0)
 
 
 def test_unknown_part_is_rejected_before_ray_starts(bench) -> None:

@@ -26,6 +26,12 @@ from rllib_privacy.envs.instance_laplace import (
     validate_env_config,
 )
 from rllib_privacy.envs.sparse_mountain_car import SparseMountainCarEnv, make_sparse_mountain_car
+from rllib_privacy.envs.time_limit import (
+    TIME_LIMIT_AS_TERMINAL_ENV_ID,
+    TimeLimitAsTerminal,
+    make_time_limit_as_terminal,
+    validate_time_limit_env_config,
+)
 
 #: gymnasium id of CartPole-v0 dynamics (200-step limit) with private per-agent gravity.
 CARTPOLE_GRAVITY_ENV_ID = "rllib_privacy/CartPoleGravity-v0"
@@ -50,6 +56,7 @@ ENV_CONFIG_HOOKS[CARTPOLE_GRAVITY_ENV_ID] = (validate_cartpole_gravity_env_confi
 ENV_CONFIG_HOOKS[ACROBOT_MASS_ENV_ID] = (validate_acrobot_mass_env_config, lambda c: c)
 ENV_CONFIG_HOOKS[ATARI_RAM_ENV_ID] = (validate_atari_ram_env_config, lambda c: c)
 ENV_CONFIG_HOOKS[ATARI_PIXELS_ENV_ID] = (validate_atari_pixels_env_config, lambda c: c)
+ENV_CONFIG_HOOKS[TIME_LIMIT_AS_TERMINAL_ENV_ID] = (validate_time_limit_env_config, lambda c: c)
 
 ENV_IDS: tuple[str, ...] = (
     CARTPOLE_GRAVITY_ENV_ID,
@@ -120,6 +127,9 @@ __all__ = [
     "SPARSE_MOUNTAIN_CAR_ENV_ID",
     "CartPoleGravityEnv",
     "SparseMountainCarEnv",
+    "TIME_LIMIT_AS_TERMINAL_ENV_ID",
+    "TimeLimitAsTerminal",
+    "make_time_limit_as_terminal",
     "make_sparse_mountain_car",
     "make_cartpole_gravity",
     "make_instance_laplace",
