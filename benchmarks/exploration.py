@@ -252,8 +252,13 @@ def frozenlake_algo(arm: str, seed: int) -> Any:
     )
 
 
-def frozenlake_trial(arm: str, seed: int, budget: int, wall_cap: float) -> dict[str, Any]:
-    """One FrozenLake run until return ≥ 0.99, ``budget`` env steps or ``wall_cap`` s."""
+def frozenlake_trial(
+    arm: str, seed: int, budget: int, wall_cap: float, progress: Path | None = None
+) -> dict[str, Any]:
+    """One FrozenLake run until return ≥ 0.99, ``budget`` env steps or ``wall_cap`` s.
+
+    ``progress``, if given, gets a JSON line (env steps, return) per iteration as it runs.
+    """
     algo = frozenlake_algo(arm, seed)
     curve, reached_at, best = [], None, float("-inf")
     start = time.perf_counter()
@@ -265,6 +270,9 @@ def frozenlake_trial(arm: str, seed: int, budget: int, wall_cap: float) -> dict[
             if not np.isnan(mean):
                 best = max(best, mean)
             curve.append((steps, mean))
+            if progress is not None:
+                with progress.open("a") as out:
+                    out.write(json.dumps({"steps": steps, "return": mean}) + "\n")
             if mean >= FROZENLAKE_RETURN:
                 reached_at = steps
             if reached_at is not None or steps >= budget:
@@ -616,9 +624,14 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(mountaincar_trial(seed, bool(bonus), budget)))
         return 0
     if args.frozenlake_trial:
+        import torch
+
+        # --parallel runs share the cores: one thread each, no oversubscribed spin-waits.
+        torch.set_num_threads(1)
         arm, seed, budget, wall_cap = args.frozenlake_trial.split(",")
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-        result = frozenlake_trial(arm, int(seed), int(budget), float(wall_cap))
+        progress = args.json.with_suffix(".progress.jsonl")
+        result = frozenlake_trial(arm, int(seed), int(budget), float(wall_cap), progress)
         args.json.write_text(json.dumps(result))
         return 0
     parts: dict[str, Any] = {}

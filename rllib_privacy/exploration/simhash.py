@@ -184,8 +184,10 @@ class SimHash:
             hi = lo + _BLOCK_ROWS
             projected = x32[lo:hi] @ self._projection32.T
             positive = projected >= 0.0
-            rows, cols = np.nonzero(np.abs(projected) <= bound[lo:hi, None])
-            if rows.size:
+            near_zero = np.abs(projected, out=projected) <= bound[lo:hi, None]
+            # np.nonzero scans the whole block and allocates; most blocks have no entry.
+            if near_zero.any():
+                rows, cols = np.nonzero(near_zero)
                 # Per-entry float64 dot products, hand-written: a handful of entries land
                 # here and recomputing whole rows through BLAS would cost more.
                 x64 = x[lo:hi][rows].astype(np.float64)
