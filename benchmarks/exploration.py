@@ -318,6 +318,8 @@ def run_frozenlake(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def frozenlake_table(results: list[dict[str, Any]]) -> str:
     """Markdown tables: per arm (runs reaching 0.99, median steps), then per run."""
+    order = list(FROZENLAKE_ARMS)
+    results = sorted(results, key=lambda r: (order.index(r["arm"]), r["seed"]))
     arms = [a for a in FROZENLAKE_ARMS if any(r["arm"] == a for r in results)]
     lines = [
         f"| arm | runs reaching return ≥ {FROZENLAKE_RETURN} | median env steps to it "
@@ -601,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--merge-json",
         type=Path,
         nargs="+",
-        help="render (and write) parts measured by earlier runs' --json",
+        help="render (and write) parts measured by earlier runs' --json (run lists are joined)",
     )
     return parser
 
@@ -637,7 +639,11 @@ def main(argv: list[str] | None = None) -> int:
     parts: dict[str, Any] = {}
     if args.merge_json:
         for path in args.merge_json:
-            parts.update(json.loads(path.read_text()))
+            for name, part in json.loads(path.read_text()).items():
+                if isinstance(part, list) and isinstance(parts.get(name), list):
+                    parts[name] = parts[name] + part  # runs of the same part: seeds, arms
+                else:
+                    parts[name] = part
         wanted = []
     else:
         ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False)

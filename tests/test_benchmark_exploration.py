@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -108,6 +109,25 @@ def test_frozenlake_summary_takes_the_median_over_seeds(bench) -> None:
         f"| {bench.FROZENLAKE_ARMS['simhash'][2]} | 3/4 | 80,000 | 80,000, —, 60,000, 100,000 |"
         in (table)
     )
+
+
+def test_merge_json_joins_the_runs_of_several_invocations(bench, tmp_path, capsys) -> None:
+    def run(arm: str, seed: int) -> dict:
+        return {
+            "arm": arm,
+            "seed": seed,
+            "reached_at": 1000 * (seed + 1),
+            "best_return": 1.0,
+            "env_steps": 1000 * (seed + 1),
+            "wall_s": 1.0,
+        }
+
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"frozenlake": [run("simhash", 1), run("rllib", 1)]}))
+    second.write_text(json.dumps({"frozenlake": [run("simhash", 0)]}))
+    assert bench.main(["--merge-json", str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    assert f"| {bench.FROZENLAKE_ARMS['simhash'][2]} | 2/2 | 1,500 | 1,000, 2,000 |" in out
 
 
 def test_unknown_frozenlake_arm_is_rejected(bench) -> None:

@@ -189,14 +189,25 @@ def test_count_min_equals_exact_without_collisions() -> None:
         )
 
 
-def test_count_min_hash_is_the_papers_formula() -> None:
-    codes = np.where(np.random.default_rng(2).random((5, 40)) < 0.5, 1, -1).astype(np.int8)
+@pytest.mark.parametrize(
+    "num_bits",
+    [
+        40,
+        256,
+        # 2,200 key bytes × p = 999,983 overflows int32: the byte sums fall back to int64.
+        8 * 2200,
+    ],
+)
+def test_count_min_hash_is_the_papers_formula(num_bits: int) -> None:
+    codes = np.where(np.random.default_rng(2).random((5, num_bits)) < 0.5, 1, -1).astype(np.int8)
     sketch = CountMinSketch(primes=(101, 999983))
     bits = np.unpackbits(code_keys(codes), axis=1)
     index = sketch.table_indices(codes)
     for j, p in enumerate(sketch.primes):
         expected = [sum(pow(2, int(i), p) for i in np.flatnonzero(row)) % p for row in bits]
         np.testing.assert_array_equal(index[:, j] - sketch._offsets[j], expected)
+    wide = num_bits // 8 * 999983 >= 2**31
+    assert sketch._byte_weights.dtype == (np.int64 if wide else np.int32)
 
 
 def test_counter_state_dicts_round_trip() -> None:

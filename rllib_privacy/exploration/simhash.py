@@ -185,9 +185,9 @@ class SimHash:
             projected = x32[lo:hi] @ self._projection32.T
             positive = projected >= 0.0
             near_zero = np.abs(projected, out=projected) <= bound[lo:hi, None]
-            # np.nonzero scans the whole block and allocates; most blocks have no entry.
-            if near_zero.any():
-                rows, cols = np.nonzero(near_zero)
+            # A 2-D np.nonzero is ~15× slower than the flat one on a (2048, 256) block.
+            rows, cols = np.divmod(np.flatnonzero(near_zero), self.num_bits)
+            if rows.size:
                 # Per-entry float64 dot products, hand-written: a handful of entries land
                 # here and recomputing whole rows through BLAS would cost more.
                 x64 = x[lo:hi][rows].astype(np.float64)
