@@ -98,7 +98,7 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         action="store_true",
         help="continue the experiments saved under STORAGE_PATH/NAME (unfinished and "
-        "errored trials)",
+        "errored trials) with their saved stop/config; refuses --stop, --config, --num-samples",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (-v, -vv)")
     parser.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster")
@@ -173,6 +173,7 @@ def _train(args: argparse.Namespace) -> int:
         known = args.dry_run or args.ray_num_gpus is not None
         has_gpus = _expected_gpus(args) if known else None
         experiment_file = exps.load_experiments(path, overrides=overrides, has_gpus=has_gpus)
+        _check_resume_overrides(args, experiment_file)
     except PrivacyConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -182,6 +183,37 @@ def _train(args: argparse.Namespace) -> int:
         _print_dry_run(experiment_file, has_gpus, args.ray_address)
         return EXIT_OK
     return _run(experiment_file, args, scheduler)
+
+
+def _check_resume_overrides(args: argparse.Namespace, experiment_file: Any) -> None:
+    """``--resume`` of a saved experiment cannot apply --stop/--config/--num-samples.
+
+    Tune's ``Tuner.restore`` keeps the saved experiment's stop criteria, param space and
+    sample count, so these options would be dropped without a word.
+    """
+    if not args.resume:
+        return
+    given = [
+        option
+        for option, value in (
+            ("--stop", args.stop),
+            ("--config", args.config),
+            ("--num-samples", args.num_samples),
+        )
+        if value is not None
+    ]
+    if not given:
+        return
+    from ray import tune
+
+    for exp in experiment_file.experiments:
+        if tune.Tuner.can_restore(exp.path):
+            raise PrivacyConfigError(
+                f"{', '.join(given)} cannot change experiment {exp.name!r} on --resume: "
+                f"Tune restores it from {exp.path} with its saved stop criteria, config and "
+                "num_samples; resume without them, or start a new experiment (another "
+                "--storage-path or name)"
+            )
 
 
 def _experiment_file(args: argparse.Namespace) -> str:

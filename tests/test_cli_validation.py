@@ -505,3 +505,43 @@ def test_trial_counts_use_the_done_flag():
         FakeResult({}, error=RuntimeError("boom")),
     ]
     assert _trial_counts(grid) == (1, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--stop", '{"training_iteration": 5}'),
+        ("--config", '{"lr": 0.001}'),
+        ("--num-samples", "2"),
+    ],
+)
+def test_resume_refuses_options_that_tune_would_drop(tmp_path, capsys, option, value):
+    path = write(tmp_path, PPO_EXPERIMENT)
+    storage = tmp_path / "results"
+    saved = storage / "ppo-cartpole"
+    saved.mkdir(parents=True)
+    (saved / "tuner.pkl").write_bytes(b"")  # what Tuner.can_restore looks for
+    code, _, err = train(
+        capsys, "-f", path, "--storage-path", str(storage), "--resume", option, value
+    )
+    assert_usage_error(code, err, option, "'ppo-cartpole'", "--resume", str(saved))
+
+
+def test_resume_with_options_but_nothing_saved_starts_fresh_with_them(tmp_path, capsys):
+    path = write(tmp_path, PPO_EXPERIMENT)
+    storage = tmp_path / "results"
+    code, out, err = train(
+        capsys,
+        "-f",
+        path,
+        "--storage-path",
+        str(storage),
+        "--resume",
+        "--stop",
+        '{"training_iteration": 3}',
+        "--dry-run",
+        "--ray-num-gpus",
+        "0",
+    )
+    assert code == 0, err
+    assert yaml.safe_load(out)["ppo-cartpole"]["stop"] == {"training_iteration": 3}
