@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -14,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kill_resume_helpers import journal_records
+from kill_resume_helpers import checkpoints, journal_records, read_rows
 
 from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, GradientSubmission, LDPA3CConfig
@@ -178,17 +177,6 @@ def _tiny_yaml(path: pathlib.Path) -> None:
     )
 
 
-def _results(storage: pathlib.Path) -> list[dict[str, Any]]:
-    rows = []
-    for path in storage.glob("*/*/result.json"):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:  # a line torn by the kill
-                pass
-    return rows
-
-
 def _kill_session(session: int) -> None:
     """SIGKILLs what is left of the session the test started, and waits until it is gone.
 
@@ -215,10 +203,6 @@ def _kill_session(session: int) -> None:
                 pass
         time.sleep(0.2)
     pytest.fail(f"processes of session {session} still alive after 60 s")
-
-
-def _checkpoints(storage: pathlib.Path) -> list[pathlib.Path]:
-    return list(storage.glob("*/*/checkpoint_*"))
 
 
 @pytest.mark.ray
@@ -258,7 +242,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
             spent = sum(
                 1 for r in journal_records(storage, JOURNAL_COMPONENT) if r["type"] == "submission"
             )
-            done = len(_checkpoints(storage))  # one every 3 iterations of 5 releases
+            done = checkpoints(storage)  # one every 3 iterations of 5 releases
             if done and spent >= 5 * 4 and spent > done * 3 * 5:
                 break
             if first.poll() is not None:
@@ -281,7 +265,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     # Killed well before the end, so that the resumed run has iterations left to do.
     assert 5 * 4 <= len(journaled) < 5 * (LAST_ITERATION - 2)
     # Every release the first run reported (the rows Tune flushed) is in the journal.
-    reported = _results(storage)
+    reported = read_rows(storage)
     assert len(journaled) >= (reported[-1]["privacy"]["releases"] if reported else 0)
     resumed = subprocess.run(
         [*command, "--resume"],
@@ -292,7 +276,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
         start_new_session=True,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    after = _results(storage)[-1]
+    after = read_rows(storage)[-1]
     assert after["training_iteration"] == LAST_ITERATION
     # Never reset: every release made before the kill is still counted, the ones after the
     # last checkpoint included (replayed from the journal, their updates dropped).
