@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from rllib_privacy import mechanisms
 from rllib_privacy.accounting import (
@@ -46,6 +46,12 @@ from rllib_privacy.mechanisms import (
     laplace_gradient,
     laplace_noise_scale,
     noisy_max,
+    privunit2,
+    privunit2_optimal_gamma,
+    privunit2_rows,
+    privunitg,
+    privunitg_optimal_gamma,
+    privunitg_rows,
     projected_random_sign,
     randomized_sign,
     restricted_lipschitz,
@@ -209,6 +215,115 @@ def test_randomized_sign_per_coordinate_is_tight() -> None:
     keep = 1.0 / (1.0 + math.exp(-epsilon))
     assert result.passed, result
     assert result.supported_epsilon > epsilon - bound_slack(keep, 1 - keep, result.num_estimation)
+
+
+# ----------------------------------------------------------------- PrivUnitG / PrivUnit2
+
+# Worst case for an L2 ball of radius C: opposite poles C·e₁ and -C·e₁ (both on the sphere,
+# so the norm step is deterministic and the unit inputs are antipodal).
+PRIVUNIT_EPSILON, PRIVUNIT_DIM, PRIVUNIT_CLIP = 2.0, 8, 1.0
+PRIVUNIT_GRAD_A = np.eye(PRIVUNIT_DIM)[0] * PRIVUNIT_CLIP
+PRIVUNIT_SINGLE = {"privunitg": privunitg, "privunit2": privunit2}
+PRIVUNIT_ROWS = {"privunitg": privunitg_rows, "privunit2": privunit2_rows}
+
+
+def privunit_cap_probabilities(name: str, epsilon: float) -> tuple[float, float]:
+    """P(<Z, e₁> >= γC/m) on C·e₁ and on -C·e₁ at the optimal γ (DESIGN.md §4.3b).
+
+    On C·e₁ it is the cap, p; on -C·e₁ the mirror of the cap, (1 - p)·q/(1 - q). The ratio
+    is e^ε exactly, and the density ratio of the two output laws depends on <Z, e₁> alone
+    (through cap membership), so <Z, e₁> is the likelihood-ratio statistic and thresholds
+    at or above γC/m reach the full ε.
+    """
+    if name == "privunitg":
+        q = float(special.ndtr(-privunitg_optimal_gamma(epsilon, PRIVUNIT_DIM)))
+    else:
+        a = (PRIVUNIT_DIM - 1) / 2
+        gamma = privunit2_optimal_gamma(epsilon, PRIVUNIT_DIM)
+        q = float(special.betainc(a, a, (1 - gamma) / 2))
+    p = q / (q + math.exp(-epsilon) * (1 - q))
+    return p, (1 - p) * q / (1 - q)
+
+
+def audit_privunit_rows(
+    name: str,
+    *,
+    noise_epsilon: float,
+    claimed: float,
+    num_samples: int,
+    secure_mode: bool = False,
+    confidence: float = 0.95,
+) -> AuditResult:
+    """Batch audit of ``privunit*_rows`` run at ``noise_epsilon`` on ±C·e₁."""
+    rows = PRIVUNIT_ROWS[name]
+    return audit_mechanism(
+        None,
+        PRIVUNIT_GRAD_A,
+        -PRIVUNIT_GRAD_A,
+        epsilon=claimed,
+        num_samples=num_samples,
+        # Secure mode draws from OS entropy whatever rng is (the verdict is random).
+        rng=None if secure_mode else np.random.default_rng(31),
+        confidence=confidence,
+        # n stacked rows are n independent releases.
+        batch_mechanism=lambda grad, n, rng: rows(
+            tiled(grad, n),
+            epsilon=noise_epsilon,
+            clip=PRIVUNIT_CLIP,
+            rng=rng,
+            secure_mode=secure_mode,
+        ),
+        statistic=lambda releases: releases[:, 0],
+    )
+
+
+@pytest.mark.parametrize("name", ["privunitg", "privunit2"])
+def test_privunit_rows_pass_with_power(name: str) -> None:
+    epsilon = PRIVUNIT_EPSILON
+    result = audit_privunit_rows(
+        name, noise_epsilon=epsilon, claimed=epsilon, num_samples=BATCH_SAMPLES
+    )
+    assert result.passed, result
+    # d = 8, ε = 2: p = 0.69 vs 0.093; 10^5 estimation releases: slack 0.08, floor 1.92.
+    p_a, p_b = privunit_cap_probabilities(name, epsilon)
+    assert math.log(p_a / p_b) == pytest.approx(epsilon, abs=1e-12)
+    floor = epsilon - bound_slack(p_a, p_b, result.num_estimation)
+    assert floor > 0.9 * epsilon
+    assert result.supported_epsilon > floor, result
+
+
+@pytest.mark.parametrize("name", ["privunitg", "privunit2"])
+def test_privunit_single_call_passes_with_power(name: str) -> None:
+    # The per-call path (flattening, kind restoration): one call per release.
+    epsilon = PRIVUNIT_EPSILON
+    single = PRIVUNIT_SINGLE[name]
+    result = audit_gradient_mechanism(
+        lambda grad, rng: single(grad, epsilon=epsilon, clip=PRIVUNIT_CLIP, rng=rng),
+        PRIVUNIT_GRAD_A,
+        claimed=epsilon,
+        num_samples=PER_CALL_SAMPLES,
+        seed=32,
+    )
+    assert result.passed, result
+    # 10^4 estimation releases: slack 0.27, floor 1.73 (the default statistic, the
+    # projection on the estimated mean difference, is close to <Z, e₁>).
+    p_a, p_b = privunit_cap_probabilities(name, epsilon)
+    assert result.supported_epsilon > epsilon - bound_slack(p_a, p_b, result.num_estimation)
+
+
+@pytest.mark.parametrize("name", ["privunitg", "privunit2"])
+def test_broken_privunit_calibrated_for_a_larger_epsilon_is_caught(name: str) -> None:
+    # p (and m) calibrated for ε + 1 but ε claimed: the same budget must catch it.
+    epsilon = PRIVUNIT_EPSILON
+    result = audit_privunit_rows(
+        name, noise_epsilon=epsilon + 1.0, claimed=epsilon, num_samples=BATCH_SAMPLES
+    )
+    assert not result.passed, result
+    # True ε = 3: p = 0.81 vs 0.04, the bound lands about 0.13 below 3.
+    p_a, p_b = privunit_cap_probabilities(name, epsilon + 1.0)
+    floor = epsilon + 1.0 - bound_slack(p_a, p_b, result.num_estimation)
+    assert floor > 1.2 * epsilon
+    assert result.supported_epsilon > floor, result
 
 
 # ----------------------------------------------------------------- PATE noisy max
@@ -583,6 +698,25 @@ def test_secure_randomized_sign_per_coordinate_is_tight() -> None:
     assert result.supported_epsilon > secure_floor(epsilon, keep, 1 - keep, result.num_estimation)
 
 
+@pytest.mark.parametrize("name", ["privunitg", "privunit2"])
+def test_secure_privunit_rows_pass_with_power(name: str) -> None:
+    # Exact OS-entropy bits for the sign and cap choices, an OS-seeded generator for the rest
+    # and a grid-rounded release (post-processing): the same cap event reaches ε.
+    epsilon = PRIVUNIT_EPSILON
+    result = audit_privunit_rows(
+        name,
+        noise_epsilon=epsilon,
+        claimed=epsilon,
+        num_samples=SECURE_BATCH_SAMPLES,
+        secure_mode=True,
+        confidence=SECURE_CONFIDENCE,
+    )
+    assert result.passed, result
+    # 10^4 estimation releases: floor 1.62 (slack 0.38 at 1e-6 + 5 SE).
+    p_a, p_b = privunit_cap_probabilities(name, epsilon)
+    assert result.supported_epsilon > secure_floor(epsilon, p_a, p_b, result.num_estimation)
+
+
 def test_secure_lnmax_passes_with_power() -> None:
     gamma = 0.5
     result = secure_audit(
@@ -743,6 +877,24 @@ AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
     "os_entropy_generator": "returns a generator; secure PRS and Dirichlet audits draw from it",
     "plurality": f"noiseless argmax of the votes (no privacy claim); {NO_RELEASE}",
     "privatized_pmf": f"the exact PMF of a release, computed; {NO_RELEASE}",
+    "privunit2": ("test_privunit_single_call_passes_with_power",),
+    "privunit2_mse": f"closed-form MSE of PrivUnit2; {NO_RELEASE}",
+    "privunit2_optimal_gamma": f"minimizes a closed-form MSE; {NO_RELEASE}",
+    "privunit2_rows": (
+        "test_privunit_rows_pass_with_power",
+        "test_broken_privunit_calibrated_for_a_larger_epsilon_is_caught",
+        "test_secure_privunit_rows_pass_with_power",
+    ),
+    "privunit2_scale": f"the closed-form debiasing scale m; {NO_RELEASE}",
+    "privunitg": ("test_privunit_single_call_passes_with_power",),
+    "privunitg_mse": f"closed-form MSE of PrivUnitG; {NO_RELEASE}",
+    "privunitg_optimal_gamma": f"minimizes a closed-form MSE; {NO_RELEASE}",
+    "privunitg_rows": (
+        "test_privunit_rows_pass_with_power",
+        "test_broken_privunit_calibrated_for_a_larger_epsilon_is_caught",
+        "test_secure_privunit_rows_pass_with_power",
+    ),
+    "privunitg_scale": f"the closed-form debiasing scale m; {NO_RELEASE}",
     "projected_random_sign": (
         "test_projected_random_sign_passes_with_power",
         "test_secure_projected_random_sign_passes_with_power",
@@ -827,6 +979,18 @@ def print_table() -> None:
             test_gradient_mechanism_spec_on_torch_tensors_passes_with_power,
         ),
         ("randomized_sign", test_randomized_sign_per_coordinate_is_tight),
+        *(
+            (case.format(name), lambda n=name, t=test: t(n))
+            for name in ("privunitg", "privunit2")
+            for case, test in (
+                ("{} rows", test_privunit_rows_pass_with_power),
+                ("{} per call", test_privunit_single_call_passes_with_power),
+                (
+                    "broken {} (calibrated for ε + 1)",
+                    test_broken_privunit_calibrated_for_a_larger_epsilon_is_caught,
+                ),
+            )
+        ),
         ("LNMax", test_lnmax_passes_with_power),
         ("GNMax", test_gnmax_passes_with_the_accountants_epsilon_delta),
         ("Dirichlet", test_dirichlet_passes_with_the_accountants_epsilon_delta),
@@ -855,6 +1019,10 @@ def print_table() -> None:
             test_secure_gradient_mechanism_spec_on_torch_tensors_passes,
         ),
         ("secure randomized_sign", test_secure_randomized_sign_per_coordinate_is_tight),
+        *(
+            (f"secure {name} rows", lambda n=name: test_secure_privunit_rows_pass_with_power(n))
+            for name in ("privunitg", "privunit2")
+        ),
         ("secure LNMax", test_secure_lnmax_passes_with_power),
         ("secure GNMax", test_secure_gnmax_passes_with_the_accountants_epsilon_delta),
         ("secure Dirichlet", test_secure_dirichlet_passes_with_the_accountants_epsilon_delta),

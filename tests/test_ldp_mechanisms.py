@@ -466,7 +466,7 @@ def test_other_bad_arguments_name_themselves() -> None:
 
 
 def test_mechanism_names() -> None:
-    assert MECHANISM_NAMES == ("laplace", "prs", "none")
+    assert MECHANISM_NAMES == ("laplace", "prs", "privunitg", "privunit2", "none")
 
 
 @pytest.mark.parametrize(
@@ -474,7 +474,7 @@ def test_mechanism_names() -> None:
     [
         (
             {"name": "gauss", "epsilon": 1.0, "clip": 1.0},
-            r"^name must be one of 'laplace', 'prs', 'none'",
+            r"^name must be one of 'laplace', 'prs', 'privunitg', 'privunit2', 'none'",
         ),
         (
             {"name": "laplace", "epsilon": math.inf, "clip": 1.0},

@@ -1,6 +1,8 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
-Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`).
+Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), and privacy
+amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
+reports, Feldman, McMillan & Talwar, FOCS 2021).
 
 Every ledger has ``state_dict()``/``load_state_dict()`` so that checkpoints continue the
 spent budget instead of resetting it.
@@ -38,6 +40,7 @@ from rllib_privacy.accounting.pdp import (
     instance_privacy_losses_on_grid,
     uniform_laplace_loss_bound,
 )
+from rllib_privacy.accounting.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
 from rllib_privacy.accounting.teacher_ledger import (
     COMPOSITIONS,
     TeacherLedger,
@@ -73,6 +76,8 @@ __all__ = [
     "lemma4_q",
     "pate_epsilon",
     "per_submission_epsilon",
+    "shuffle_epsilon",
+    "shuffle_epsilon_closed_form",
     "theorem3_max_q",
     "uniform_laplace_loss_bound",
 ]

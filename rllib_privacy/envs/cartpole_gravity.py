@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv, CartPoleVectorEnv
 
 from rllib_privacy.errors import PrivacyConfigError
 
@@ -148,3 +148,45 @@ def validate_cartpole_gravity_env_config(env_config: Any) -> Mapping[str, Any]:
     return check_env_config(
         "CartPoleGravityEnv", env_config, {"gravity_choices": validate_gravity_choices}
     )
+
+
+class CartPoleGravityVectorEnv(CartPoleVectorEnv):
+    """Many CartPole-v0 episodes in lockstep, each with its own private gravity.
+
+    gymnasium's ``CartPoleVectorEnv`` (the same dynamics as ``CartPoleEnv``, vectorized)
+    with ``gravity`` an array: entry ``i`` is the gravity of sub-environment ``i``. A
+    PGC-A3C fleet EnvRunner hosts one local agent per sub-environment, so entry ``i`` is
+    agent ``i``'s private ψ. :meth:`draw_gravities` draws them uniformly from
+    ``gravity_choices`` with the env's own generator; ``set_gravities`` pins them.
+
+    Args:
+        num_envs: Number of sub-environments (local agents).
+        gravity_choices: Non-empty sequence of positive, finite gravity values.
+        max_episode_steps: Truncation limit (CartPole-v0: 200).
+
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        gravity_choices: Sequence[float] = PAPER_GRAVITY_CHOICES,
+        max_episode_steps: int = 200,
+    ) -> None:
+        super().__init__(num_envs=int(num_envs), max_episode_steps=int(max_episode_steps))
+        self.gravity_choices = validate_gravity_choices(gravity_choices)
+        self.gravity = np.full(self.num_envs, self.gravity_choices[0], dtype=np.float64)
+
+    def draw_gravities(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """Draws ``size`` (default: ``num_envs``) gravities uniformly from the choices."""
+        return rng.choice(np.asarray(self.gravity_choices), size=size or self.num_envs)
+
+    def set_gravities(self, gravities: Any) -> None:
+        """Pins the gravity of every sub-environment (one entry per sub-environment)."""
+        gravities = np.asarray(gravities, dtype=np.float64)
+        if gravities.shape != (self.num_envs,) or not np.all(
+            np.isfinite(gravities) & (gravities > 0)
+        ):
+            raise PrivacyConfigError(
+                f"gravities must be {self.num_envs} finite numbers > 0, got {gravities!r}"
+            )
+        self.gravity = gravities

@@ -1,8 +1,12 @@
 """Pure privacy mechanisms (numpy/scipy/torch only; never imports Ray).
 
 Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
-Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3), plus
-:class:`GradientMechanism`, a validated spec that applies either (or none).
+Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3); the optimal
+unbiased ε-LDP mechanisms for L2-bounded vectors (:mod:`.privunit`, DESIGN.md §4.3b):
+PrivUnitG (Asi, Feldman & Talwar, ICML 2022) and PrivUnit2 (Bhowmick et al. 2018), with
+vectorized row variants, their MSE-optimal γ, debiasing scale m and closed-form MSE; plus
+:class:`GradientMechanism`, a validated spec that applies any of them (or none), to one
+gradient or to a stack of rows.
 
 The Dirichlet mechanism of Gohari et al., "Privacy-Preserving Kickstarting Deep Reinforcement
 Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma 1 radius and
@@ -41,6 +45,18 @@ from rllib_privacy.mechanisms.noisy_max import (
     noisy_max,
     plurality,
     validate_votes,
+)
+from rllib_privacy.mechanisms.privunit import (
+    privunit2,
+    privunit2_mse,
+    privunit2_optimal_gamma,
+    privunit2_rows,
+    privunit2_scale,
+    privunitg,
+    privunitg_mse,
+    privunitg_optimal_gamma,
+    privunitg_rows,
+    privunitg_scale,
 )
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
@@ -87,6 +103,16 @@ __all__ = [
     "os_entropy_generator",
     "plurality",
     "privatized_pmf",
+    "privunit2",
+    "privunit2_mse",
+    "privunit2_optimal_gamma",
+    "privunit2_rows",
+    "privunit2_scale",
+    "privunitg",
+    "privunitg_mse",
+    "privunitg_optimal_gamma",
+    "privunitg_rows",
+    "privunitg_scale",
     "projected_random_sign",
     "prs_projection_matrix",
     "prs_reduced_dim",

@@ -1,8 +1,10 @@
 """A small, validated description of how a gradient is privatized before it leaves an agent.
 
 :class:`GradientMechanism` is what configs and plug-ins hold: it names the mechanism
-(``"laplace"`` = Ono & Takahashi Alg. 2, ``"prs"`` = Alg. 3, ``"none"`` = no privacy) with
-its parameters, checks them once, and applies them with :meth:`GradientMechanism.privatize`.
+(``"laplace"`` = Ono & Takahashi Alg. 2, ``"prs"`` = Alg. 3, ``"privunitg"`` / ``"privunit2"``
+= the optimal L2-ball mechanisms of DESIGN.md §4.3b, ``"none"`` = no privacy) with its
+parameters, checks them once, and applies them with :meth:`GradientMechanism.privatize` (one
+gradient) or :meth:`GradientMechanism.privatize_rows` (one release per row, vectorized).
 """
 
 from __future__ import annotations
@@ -16,22 +18,35 @@ import numpy as np
 
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms._validation import (
+    as_float64_array,
     check_bool,
     check_finite_positive,
+    check_generator,
     check_int_in_range,
     is_torch_tensor,
+    restore_kind,
 )
 from rllib_privacy.mechanisms.laplace import laplace_gradient
+from rllib_privacy.mechanisms.privunit import (
+    privunit2,
+    privunit2_mse,
+    privunit2_rows,
+    privunitg,
+    privunitg_mse,
+    privunitg_rows,
+)
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
     prs_reduced_dim,
 )
+from rllib_privacy.mechanisms.secure_noise import os_entropy_generator, secure_laplace
 
 __all__ = ["MECHANISM_NAMES", "GradientMechanism"]
 
 GradT = TypeVar("GradT")
 
-MECHANISM_NAMES: tuple[str, ...] = ("laplace", "prs", "none")
+MECHANISM_NAMES: tuple[str, ...] = ("laplace", "prs", "privunitg", "privunit2", "none")
+_PRIVUNIT_NAMES = ("privunitg", "privunit2")
 
 _FIELDS = ("name", "epsilon", "clip", "reduced_dim", "debias", "secure_mode")
 _INF_STRINGS = ("inf", "infinity")
@@ -44,11 +59,16 @@ class GradientMechanism:
     Attributes:
         name: One of :data:`MECHANISM_NAMES`: ``"laplace"`` (Alg. 2, Laplace noise of scale
             ``clip/epsilon`` after L1 clipping to ``clip/2``), ``"prs"`` (Alg. 3, projected
-            random sign with projected coordinates clipped to ``[-clip, clip]``) or
+            random sign with projected coordinates clipped to ``[-clip, clip]``),
+            ``"privunitg"`` / ``"privunit2"`` (PrivUnitG / PrivUnit2 after L2 clipping to
+            ``clip``, with the MSE-optimal γ: unbiased, pure ε-LDP, DESIGN.md §4.3b) or
             ``"none"`` (no privacy: the gradient is passed on unchanged).
-        epsilon: ε of one release, a finite number > 0 for ``"laplace"``/``"prs"``; must be
-            ``math.inf`` for ``"none"``.
-        clip: Clipping size C, a finite number > 0 (required but unused for ``"none"``).
+        epsilon: ε of one release, a finite number > 0 for every mechanism but ``"none"``,
+            for which it must be ``math.inf``.
+        clip: Clipping size C, a finite number > 0 (required but unused for ``"none"``):
+            the L1 bound is ``C/2`` for ``"laplace"``, the L2 bound is ``C`` for
+            ``"privunitg"``/``"privunit2"``, the bound on each projected coordinate for
+            ``"prs"`` (see :attr:`clip_norm`, :attr:`clip_bound`).
         reduced_dim: PRS only: d̂ (an int >= 1, at most the gradient's size); None uses
             :func:`~rllib_privacy.mechanisms.prs_reduced_dim`. Must be None otherwise.
         debias: PRS only: rescale the output to be unbiased when nothing is clipped (see
@@ -78,7 +98,8 @@ class GradientMechanism:
             if isinstance(self.epsilon, bool) or self.epsilon != math.inf:
                 raise PrivacyConfigError(
                     "epsilon must be math.inf for name='none' (no privacy), "
-                    f"got {self.epsilon!r}; use name='laplace' or 'prs' for a finite epsilon"
+                    f"got {self.epsilon!r}; use a private mechanism such as name='laplace' "
+                    "for a finite epsilon"
                 )
             epsilon = math.inf
         else:
@@ -112,6 +133,34 @@ class GradientMechanism:
         """ε spent by one :meth:`privatize` call (``math.inf`` for ``"none"``)."""
         return self.epsilon
 
+    @property
+    def clip_norm(self) -> str | None:
+        """Which norm :attr:`clip_bound` bounds.
+
+        ``"l1"`` (``"laplace"``: the whole gradient's L1 norm), ``"linf_projected"``
+        (``"prs"``: each coordinate of the random projection ``Mg``), ``"l2"``
+        (``"privunitg"``/``"privunit2"``: the gradient's L2 norm) or None (``"none"``).
+        """
+        return {
+            "laplace": "l1",
+            "prs": "linf_projected",
+            "privunitg": "l2",
+            "privunit2": "l2",
+        }.get(self.name)
+
+    @property
+    def clip_bound(self) -> float | None:
+        """The bound gradients are clipped to, in :attr:`clip_norm`.
+
+        ``clip/2`` for ``"laplace"`` (any two clipped gradients are then at L1 distance at
+        most ``clip``), ``clip`` for the others, None for ``"none"``.
+        """
+        if self.name == "none":
+            return None
+        if self.name == "laplace":
+            return self.clip / 2.0
+        return self.clip
+
     def reduced_dim_for(self, dim: int) -> int:
         """Return the d̂ PRS uses for a gradient of ``dim`` entries.
 
@@ -138,7 +187,11 @@ class GradientMechanism:
 
         ``"laplace"``: the Laplace scale ``clip/epsilon``. ``"prs"``: the magnitude of each
         released projected coordinate, ``clip`` (``clip/(c·d̂)`` with ``debias``, where
-        ``c = tanh(epsilon/(2·d̂))``). ``"none"``: 0.0.
+        ``c = tanh(epsilon/(2·d̂))``). ``"privunitg"``/``"privunit2"``: the per-coordinate
+        RMS error of one release of a gradient with ``‖g‖₂ = clip``,
+        ``clip·sqrt(mse/dim)`` with ``mse`` from
+        :func:`~rllib_privacy.mechanisms.privunitg_mse` /
+        :func:`~rllib_privacy.mechanisms.privunit2_mse` (optimal γ). ``"none"``: 0.0.
 
         Args:
             dim: Number of entries of the gradient, an int >= 1.
@@ -158,6 +211,10 @@ class GradientMechanism:
             if self.debias:
                 return self.clip / (math.tanh(self.epsilon / (2.0 * reduced_dim)) * reduced_dim)
             return self.clip
+        if self.name == "privunitg":
+            return self.clip * math.sqrt(privunitg_mse(self.epsilon, dim) / dim)
+        if self.name == "privunit2":
+            return self.clip * math.sqrt(privunit2_mse(self.epsilon, dim) / dim)
         return 0.0
 
     def privatize(self, grad: GradT, rng: np.random.Generator | None = None) -> GradT:
@@ -173,8 +230,10 @@ class GradientMechanism:
             For ``"none"`` a copy of ``grad`` (detached for torch), not validated.
 
         Raises:
-            ValueError: As :func:`~rllib_privacy.mechanisms.laplace_gradient` or
-                :func:`~rllib_privacy.mechanisms.projected_random_sign`.
+            ValueError: As :func:`~rllib_privacy.mechanisms.laplace_gradient`,
+                :func:`~rllib_privacy.mechanisms.projected_random_sign`,
+                :func:`~rllib_privacy.mechanisms.privunitg` or
+                :func:`~rllib_privacy.mechanisms.privunit2`.
 
         """
         if self.name == "laplace":
@@ -191,9 +250,91 @@ class GradientMechanism:
                 debias=self.debias,
                 secure_mode=self.secure_mode,
             )
+        if self.name in _PRIVUNIT_NAMES:
+            release = privunitg if self.name == "privunitg" else privunit2
+            return release(
+                grad, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode
+            )
         if is_torch_tensor(grad):
             return grad.detach().clone()
         return np.array(grad, copy=True)
+
+    def privatize_rows(self, grads: GradT, rng: np.random.Generator | None = None) -> GradT:
+        """Release every row of ``grads`` as its own gradient: ``n`` independent releases.
+
+        Row ``i`` of the result has the law of ``privatize(grads[i], rng)`` and costs one
+        release's ε (``epsilon_per_release``), so a ledger must record ``n`` releases.
+
+        - ``"laplace"``: each row L1-clipped to ``clip/2``, plus Laplace noise of scale
+          ``clip/epsilon`` per entry (vectorized; OpenDP's sampler in secure mode).
+        - ``"prs"``: :func:`~rllib_privacy.mechanisms.projected_random_sign` on each row
+          (a loop: every row draws its own projection).
+        - ``"privunitg"``/``"privunit2"``: :func:`~rllib_privacy.mechanisms.privunitg_rows`
+          / :func:`~rllib_privacy.mechanisms.privunit2_rows` (vectorized).
+        - ``"none"``: a copy (detached for torch), not validated.
+
+        Args:
+            grads: Shape ``(n, d)``: numpy array or torch tensor (float dtype, any device),
+                all entries finite.
+            rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored
+                with ``secure_mode``.
+
+        Returns:
+            The ``(n, d)`` releases, of the same kind and floating dtype as ``grads`` (same
+            device for torch).
+
+        Raises:
+            ValueError: If ``grads`` is not 2-D, is empty or contains NaN/inf (nothing is
+                released), or ``rng`` is not a Generator or None.
+
+        """
+        if self.name == "none":
+            if is_torch_tensor(grads):
+                return grads.detach().clone()
+            return np.array(grads, copy=True)
+        if self.name == "privunitg":
+            return privunitg_rows(
+                grads, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode
+            )
+        if self.name == "privunit2":
+            return privunit2_rows(
+                grads, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode
+            )
+        rows = as_float64_array("grads", grads)
+        if rows.ndim != 2:
+            raise ValueError(
+                f"grads must be a 2-D array of shape (n, d), one release per row, got shape "
+                f"{rows.shape}"
+            )
+        rng = os_entropy_generator() if self.secure_mode else check_generator(rng)
+        if self.name == "prs":
+            output = np.stack(
+                [
+                    projected_random_sign(
+                        row,
+                        epsilon=self.epsilon,
+                        clip=self.clip,
+                        reduced_dim=self.reduced_dim,
+                        rng=rng,
+                        debias=self.debias,
+                        secure_mode=self.secure_mode,
+                    )
+                    for row in rows
+                ]
+            )
+            return restore_kind(output, grads)
+        # "laplace": the L1 clip of laplace_gradient, per row (overflow-safe norms).
+        bound = self.clip / 2.0
+        largest = np.max(np.abs(rows), axis=1, keepdims=True)
+        safe = np.where(largest > 0.0, largest, 1.0)
+        with np.errstate(over="ignore"):
+            l1_norm = largest * np.sum(np.abs(rows) / safe, axis=1, keepdims=True)
+        rows *= np.where(l1_norm > bound, bound / np.where(l1_norm > 0.0, l1_norm, 1.0), 1.0)
+        scale = self.clip / self.epsilon
+        if self.secure_mode:
+            return restore_kind(secure_laplace(rows, scale), grads)
+        rows += rng.laplace(loc=0.0, scale=scale, size=rows.shape)
+        return restore_kind(rows, grads)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as JSON-able plain types (``epsilon = inf`` becomes ``"inf"``)."""

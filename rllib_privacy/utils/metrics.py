@@ -37,6 +37,17 @@ LDP_UPDATES = "ldp/updates"
 LDP_SUBMISSIONS_PER_SECOND = "ldp/submissions_per_second"
 LDP_EXPLORATION_ALPHA = "ldp/exploration_alpha"
 LDP_GRADIENT_L1_NORM = "ldp/raw_gradient_l1_norm_mean"
+#: Submissions when the mean score of the last 100 submissions first reached the target.
+LDP_SOLVED_AT = "ldp/solved_at"
+#: 0/1, always present (a Tune stop key); ``ldp/solved_at`` exists only once reached.
+LDP_SOLVED = "ldp/solved"
+#: Mean return of greedy evaluation episodes of the current weights (all gravities).
+LDP_EVAL_RETURN_MEAN = "ldp/eval_return_mean"
+LDP_EVAL_RETURN_MEAN_TRAIN = "ldp/eval_return_mean_train_gravities"
+LDP_EVAL_RETURN_MEAN_HELDOUT = "ldp/eval_return_mean_heldout_gravities"
+#: Central ε of one buffer of |B| reports if a trusted shuffler hid who sent which.
+PRIVACY_EPSILON_SHUFFLED = "privacy/epsilon_shuffled"
+PRIVACY_DELTA_SHUFFLED = "privacy/delta_shuffled"
 
 # kickstart/...  (privacy-preserving kickstarting, Gohari et al.)
 KICKSTART_K = "kickstart/k"

@@ -41,6 +41,8 @@ from rllib_privacy.accounting import (
     PrivacyJournal,
     PrivacyJournalError,
 )
+from rllib_privacy.accounting.shuffle import shuffle_epsilon
+from rllib_privacy.algorithms.ldp_a3c.fleet import evaluation_gravities, greedy_evaluation
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
     LDPA3CEnvRunner,
@@ -48,6 +50,7 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 )
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
+from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES
 from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
@@ -57,13 +60,21 @@ from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Paper defaults of the clipping size C per mechanism (§4, "Hyper Parameters").
-DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "none": 1.0}
+DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "privunitg": 1.0, "privunit2": 1.0, "none": 1.0}
 #: Paper defaults of |B| per mechanism (§4.1: buffering helps PRS, hurts Laplace).
-DEFAULT_MAX_BUFFER = {"laplace": 1, "prs": 100, "none": 1}
+#: PrivUnit's release is unbiased but has MSE ≈ d·C²/ε²-ish: it needs averaging.
+DEFAULT_MAX_BUFFER = {"laplace": 1, "prs": 100, "privunitg": 100, "privunit2": 100, "none": 1}
+#: Mechanisms whose clip C bounds the L2 norm (the others: L1 norm C/2).
+L2_MECHANISMS = ("privunitg", "privunit2")
+#: Gravities of the greedy evaluation that no local agent trains on (default).
+DEFAULT_HELDOUT_GRAVITIES = (9.6, 9.75, 9.85, 10.0)
 ACTION_SELECTIONS = ("epsilon_argmax", "sample")
 AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 #: Moving-mean window and success threshold of the paper's FST metric (eq. 26).
 SCORE_WINDOW = 10
+#: Window of the sustained criterion ``ldp/solved_at`` (a random walk of the weights can
+#: pass the paper's 10-submission window; see DESIGN §4.3).
+SOLVED_WINDOW = 100
 
 #: Where a local agent's visit counts live (``count_exploration_scope``).
 COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
@@ -74,7 +85,7 @@ JOURNAL_COMPONENT = "ldp_a3c"
 logger = logging.getLogger(__name__)
 
 #: Result keys copied to the top level (Tune's table shows the first four).
-HEADLINE_KEYS = ("score_moving_mean", "epsilon_per_agent", "submissions", "fst")
+HEADLINE_KEYS = ("score_mean", "epsilon_per_agent", "submissions", "submissions_per_second")
 
 
 class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
@@ -129,6 +140,14 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.count_exploration: dict[str, Any] | None = None
         self.count_exploration_scope = "agent"
         self.privacy_journal_dir: str | None = None
+        # Fleet, controls and metrics of issue #13 (defaults keep the paper's behaviour).
+        self.agents_per_env_runner = 1
+        self.episodes_per_submission = 1
+        self.zero_signal_control = False
+        self.eval_episodes = 100
+        self.eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
+        self.shuffle_delta = 1e-6
+        self.log_progress = True
 
     @override(AlgorithmConfig)
     def training(
@@ -154,18 +173,27 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         submissions_per_request: int = NotProvided,
         secure_mode: bool = NotProvided,
         privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
+        agents_per_env_runner: int = NotProvided,
+        episodes_per_submission: int = NotProvided,
+        zero_signal_control: bool = NotProvided,
+        eval_episodes: int = NotProvided,
+        eval_heldout_gravities: list[float] = NotProvided,
+        shuffle_delta: float = NotProvided,
+        log_progress: bool = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PGC-A3C's training settings (see README "LDPA3C keys").
 
         Args:
-            mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3) or ``none``.
+            mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3), ``privunitg`` (Asi, Feldman
+                & Talwar 2022), ``privunit2`` (Bhowmick et al. 2018) or ``none``.
             epsilon: Total ε of one local agent (split as ε/T over its T =
                 ``submissions_per_agent`` submissions); ``inf`` = non-private.
-            clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS).
+            clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS, 1
+                PrivUnit). Laplace clips the L1 norm to C/2, PrivUnit the L2 norm to C.
             reduced_dim: PRS projection size d̂; ``None`` = max{1, min{d, ⌊ε/2.5⌋}}.
             debias: PRS only: rescale the random signs so E[output] = gradient.
-            max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS).
+            max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS and PrivUnit).
             submissions_per_agent: T of the multi-round variant (§3.3).
             policy_clip_share: ``None`` = one joint L1 clip (paper); ρ in (0, 1) =
                 policy and value gradients pre-clipped to ρ·C/2 and (1−ρ)·C/2.
@@ -185,6 +213,23 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
                 ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot
                 be switched off: a run without it could forget releases in a crash.
+            agents_per_env_runner: Local agents each EnvRunner simulates at once (a
+                vectorized fleet: one CartPole per agent, per-agent gradients with
+                ``torch.func.vmap``); 1 = one agent at a time (today's path). Above 1 needs
+                ``rllib_privacy/CartPoleGravity-v0`` and no ``count_exploration``.
+            episodes_per_submission: Episodes an agent runs (in its own environment) before
+                it submits ONE gradient of their mean loss: still one release. Fleet only.
+            zero_signal_control: Replace every gradient by zeros before the mechanism: a
+                no-signal control that shows what the noise alone does (same ε).
+            eval_episodes: Greedy evaluation episodes of the current weights per iteration
+                (``ldp/eval_return_mean``), half on the training gravities and half on
+                ``eval_heldout_gravities``; 0 = off. CartPoleGravity only.
+            eval_heldout_gravities: Gravities no local agent trains on.
+            shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a trusted
+                shuffler of each buffer of |B| reports would give (Feldman, McMillan &
+                Talwar 2021).
+            log_progress: Print one progress line per iteration (submissions, score of
+                the last 100, ε per agent, submissions per second, evaluation return).
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -246,6 +291,33 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             )
         return spec
 
+    def _validate_fleet(self) -> None:
+        from rllib_privacy.envs.cartpole_gravity import validate_gravity_choices
+
+        validate_gravity_choices(self.eval_heldout_gravities)
+        if self.agents_per_env_runner > 100_000:
+            raise PrivacyConfigError(
+                "config key 'agents_per_env_runner' must be <= 100000, "
+                f"got {self.agents_per_env_runner!r}"
+            )
+        fleet = self.agents_per_env_runner > 1
+        if self.episodes_per_submission > 1 and not fleet:
+            raise PrivacyConfigError(
+                "config key 'episodes_per_submission' > 1 needs agents_per_env_runner > 1 "
+                f"(the fleet path), got agents_per_env_runner={self.agents_per_env_runner}"
+            )
+        if fleet and self.env != CARTPOLE_GRAVITY_ENV_ID:
+            raise PrivacyConfigError(
+                f"config key 'agents_per_env_runner' > 1 needs env {CARTPOLE_GRAVITY_ENV_ID!r} "
+                f"(the fleet vectorizes its dynamics), got env {self.env!r}; use "
+                "agents_per_env_runner: 1 for other environments"
+            )
+        if fleet and self.count_exploration is not None:
+            raise PrivacyConfigError(
+                "config key 'count_exploration' is not supported with agents_per_env_runner "
+                "> 1; use agents_per_env_runner: 1"
+            )
+
     def _validate_count_exploration(self) -> None:
         _check_choice(
             "count_exploration_scope", self.count_exploration_scope, COUNT_EXPLORATION_SCOPES
@@ -268,6 +340,13 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         if self.max_buffer is None:
             return DEFAULT_MAX_BUFFER.get(self.mechanism, 1)
         return int(self.max_buffer)
+
+    @property
+    def policy_clip(self) -> tuple[float, str]:
+        """(bound, norm) that ``policy_clip_share`` splits: (C/2, l1) or (C, l2)."""
+        if self.mechanism in L2_MECHANISMS:
+            return self.effective_clip, "l2"
+        return self.effective_clip / 2.0, "l1"
 
     @property
     def is_private(self) -> bool:
@@ -334,8 +413,18 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             "submissions_per_iteration",
             "submissions_per_request",
             "exploration_alpha_zero_at",
+            "agents_per_env_runner",
+            "episodes_per_submission",
         ):
             _check_int(name, getattr(self, name), low=1)
+        _check_int("eval_episodes", self.eval_episodes, low=0)
+        for name in ("zero_signal_control", "log_progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise PrivacyConfigError(
+                    f"config key '{name}' must be true or false, got {getattr(self, name)!r}"
+                )
+        _check_number("shuffle_delta", self.shuffle_delta, low=0.0, high=1.0)
+        self._validate_fleet()
         if self.policy_clip_share is not None:
             _check_number("policy_clip_share", self.policy_clip_share, low=0.0, high=1.0)
         if self.max_buffer is not None:
@@ -426,8 +515,9 @@ class _ScoreTracker:
         self.submissions = 0
         self.env_steps = 0
         self.fst: int | None = None
+        self.solved_at: int | None = None
         self.window: deque[float] = deque(maxlen=SCORE_WINDOW)
-        self.recent: deque[float] = deque(maxlen=100)
+        self.recent: deque[float] = deque(maxlen=SOLVED_WINDOW)
 
     def add(self, score: float, env_steps: int) -> None:
         self.submissions += 1
@@ -437,10 +527,18 @@ class _ScoreTracker:
         if (
             self.fst is None
             and len(self.window) == SCORE_WINDOW
-            and float(np.mean(self.window)) >= self.target
+            # Plain sums: np.mean costs more than the rest of a submission's bookkeeping.
+            and sum(self.window) / SCORE_WINDOW >= self.target
         ):
             # μ_n covers submissions n..n+9, so it is complete at submission n+9.
             self.fst = self.submissions - SCORE_WINDOW + 1
+        if (
+            self.solved_at is None
+            and len(self.recent) == SOLVED_WINDOW
+            and sum(self.recent) / SOLVED_WINDOW >= self.target
+        ):
+            # Unlike the FST, the submission count at which the window is complete.
+            self.solved_at = self.submissions
 
     @property
     def moving_mean(self) -> float:
@@ -451,6 +549,7 @@ class _ScoreTracker:
             "submissions": self.submissions,
             "env_steps": self.env_steps,
             "fst": self.fst,
+            "solved_at": self.solved_at,
             "window": list(self.window),
             "recent": list(self.recent),
         }
@@ -459,8 +558,10 @@ class _ScoreTracker:
         self.submissions = int(state["submissions"])
         self.env_steps = int(state["env_steps"])
         self.fst = None if state["fst"] is None else int(state["fst"])
+        solved_at = state.get("solved_at")  # absent in checkpoints from before #13
+        self.solved_at = None if solved_at is None else int(solved_at)
         self.window = deque((float(s) for s in state["window"]), maxlen=SCORE_WINDOW)
-        self.recent = deque((float(s) for s in state["recent"]), maxlen=100)
+        self.recent = deque((float(s) for s in state["recent"]), maxlen=SOLVED_WINDOW)
 
 
 def _flat_weights(learner: Learner) -> np.ndarray:
@@ -486,6 +587,10 @@ def _apply_mean_gradient(learner: Learner, mean_gradient: np.ndarray, env_steps:
     learner.apply_gradients(grads)
     learner.after_gradient_based_update(timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps})
     return _flat_weights(learner)
+
+
+def _greedy_returns(learner: Learner, gravities: np.ndarray, seed: int) -> np.ndarray:
+    return greedy_evaluation(learner.module[DEFAULT_MODULE_ID], gravities=gravities, seed=seed)
 
 
 def _reduce_learner_metrics(learner: Learner) -> dict[str, Any]:
@@ -515,7 +620,13 @@ class LDPA3C(Algorithm):
     """PGC-A3C: the aggregator side (training_step) of Ono & Takahashi's Alg. 1."""
 
     #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
-    TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
+    TOP_LEVEL_RESULT_KEYS = (
+        *HEADLINE_KEYS,
+        "score_moving_mean",
+        "fst",
+        "solved_at",
+        "timesteps_total",
+    )
 
     @classmethod
     @override(Algorithm)
@@ -699,6 +810,8 @@ class LDPA3C(Algorithm):
         )
         recent = float(np.mean(scores.recent)) if scores.recent else math.nan
         values = {
+            "score_mean": recent,
+            "submissions_per_second": submissions_per_second,
             "score_moving_mean": scores.moving_mean,
             "epsilon_per_agent": ledger.max_epsilon_spent,
             "submissions": scores.submissions,
@@ -730,6 +843,12 @@ class LDPA3C(Algorithm):
         if scores.fst is not None:
             values["fst"] = scores.fst
             values[keys.LDP_FST] = scores.fst
+        values[keys.LDP_SOLVED] = float(scores.solved_at is not None)
+        if scores.solved_at is not None:
+            values["solved_at"] = scores.solved_at
+            values[keys.LDP_SOLVED_AT] = scores.solved_at
+        values.update(self._evaluation_metrics())
+        values.update(self._shuffled_epsilon_metrics())
         for key, value in values.items():
             if isinstance(key, str) and "/" in key:
                 key = tuple(key.split("/"))
@@ -744,11 +863,62 @@ class LDPA3C(Algorithm):
             logged = self.metrics.peek(key, default=0) or 0
             self.metrics.log_value(key, total - logged, reduce="lifetime_sum")
 
+    def _evaluation_metrics(self) -> dict[str, float]:
+        """Greedy returns of the current θ on training and held-out gravities."""
+        config = self.config
+        if config.eval_episodes == 0 or config.env != CARTPOLE_GRAVITY_ENV_ID:
+            return {}
+        train = tuple((config.env_config or {}).get("gravity_choices", PAPER_GRAVITY_CHOICES))
+        gravities, heldout = evaluation_gravities(
+            train, tuple(config.eval_heldout_gravities), config.eval_episodes
+        )
+        # A public seed per iteration: the evaluation uses no agent's data.
+        returns = self._on_learner(
+            _greedy_returns, gravities=gravities, seed=int(self.iteration) + 1
+        )
+        out = {keys.LDP_EVAL_RETURN_MEAN: float(returns.mean())}
+        out[keys.LDP_EVAL_RETURN_MEAN_TRAIN] = float(returns[~heldout].mean())
+        if heldout.any():
+            out[keys.LDP_EVAL_RETURN_MEAN_HELDOUT] = float(returns[heldout].mean())
+        return out
+
+    def _shuffled_epsilon_metrics(self) -> dict[str, float]:
+        """ε of one agent's reports, centrally, if each buffer of |B| were shuffled."""
+        if not self.config.is_private:
+            return {}
+        epsilon0 = self._mechanism.epsilon_per_release
+        per_buffer = shuffle_epsilon(
+            epsilon0, self.config.effective_max_buffer, self.config.shuffle_delta
+        )
+        # An agent's T reports land in up to T buffers: basic composition over them.
+        rounds = self.config.submissions_per_agent
+        return {
+            keys.PRIVACY_EPSILON_SHUFFLED: per_buffer * rounds,
+            keys.PRIVACY_DELTA_SHUFFLED: self.config.shuffle_delta * rounds,
+        }
+
+    def _print_progress(self, results: dict[str, Any]) -> None:
+        ldp = results.get("ldp", {})
+        parts = [
+            f"iter {self.iteration}",
+            f"submissions {self._scores.submissions:,}",
+            f"score(100) {results.get('score_mean', math.nan):.1f}",
+            f"eps/agent {self._ledger.max_epsilon_spent:g}",
+            f"{results.get('submissions_per_second', 0.0):,.0f} subm/s",
+        ]
+        if "eval_return_mean" in ldp:
+            parts.append(f"eval {ldp['eval_return_mean']:.1f}")
+        if "solved_at" in ldp:
+            parts.append(f"solved at {ldp['solved_at']:,}")
+        print("[LDPA3C] " + " | ".join(parts), flush=True)
+
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """Runs one iteration; puts headline keys first and env steps as x-axis."""
         results = super().step()
         results["timesteps_total"] = self._scores.env_steps
+        if self.config.log_progress:
+            self._print_progress(results)
         return keys.headline_first(results, HEADLINE_KEYS)
 
     @override(Algorithm)

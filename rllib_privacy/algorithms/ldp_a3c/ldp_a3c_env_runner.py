@@ -17,6 +17,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 import rllib_privacy.mechanisms.secure_noise as secure_noise
+from rllib_privacy.algorithms.ldp_a3c.fleet import AgentFleet
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     VALUE_TARGETS,
     discounted_value_targets,
@@ -99,6 +100,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             f"{self.worker_index or 0}-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count()
         )
         self._agents: list[_LocalAgent | None] = []
+        self._fleet: AgentFleet | None = None
 
     def _learner(self) -> Learner:
         if self._local_learner is None:
@@ -133,6 +135,18 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         learner = self._learner()
         module = learner.module[DEFAULT_MODULE_ID]
         torch.nn.utils.vector_to_parameters(torch.as_tensor(weights), module.parameters())
+        if self.config.agents_per_env_runner > 1:
+            out = self._agent_fleet(module).submit(
+                weights_version=weights_version,
+                alpha=lambda made: exploration_alpha(
+                    submissions_so_far + made,
+                    initial=self.config.exploration_alpha,
+                    zero_at=self.config.exploration_alpha_zero_at,
+                ),
+                num_submissions=num_submissions,
+            )
+            self._num_releases += len(out)
+            return out
         envs = self.env.unwrapped.envs
         if len(self._agents) != len(envs):
             self._agents = [None] * len(envs)
@@ -152,6 +166,22 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         # here and are never sent: drop them so they do not accumulate.
         learner.metrics.reduce()
         return out
+
+    def _agent_fleet(self, module: Any) -> AgentFleet:
+        """The fleet of ``agents_per_env_runner`` local agents (built on first use)."""
+        if self._fleet is None:
+            self._fleet = AgentFleet(
+                module=module,
+                config=self.config,
+                num_agents=self.config.agents_per_env_runner,
+                new_agent_id=lambda: next(self._agent_ids),
+                env_seed_rng=self._env_seed_rng,
+                explore_rng=self._explore_rng,
+                # One fresh stream per fleet round: every row (agent) of the round gets
+                # independent noise from it, and no stream is ever reused.
+                noise_rng=self._noise_streams.spawn,
+            )
+        return self._fleet
 
     def _next_agent(self, slot: int) -> _LocalAgent:
         agent = self._agents[slot]

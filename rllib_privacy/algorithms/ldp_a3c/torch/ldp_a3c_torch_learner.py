@@ -16,6 +16,46 @@ from rllib_privacy.learners.gradient_privatizer import LDPGradientPrivatizerMixi
 from rllib_privacy.mechanisms import clip_l1
 
 
+def _clip(flat: torch.Tensor, *, bound: float, norm: str) -> torch.Tensor:
+    """``flat`` scaled to L1 or L2 norm at most ``bound`` (zeros for a bound of 0)."""
+    if bound <= 0:
+        return torch.zeros_like(flat)
+    if norm == "l1":
+        return clip_l1(flat, bound=bound)
+    return flat / torch.clamp(flat.norm() / bound, min=1.0)
+
+
+def a3c_loss_parts(
+    *,
+    logp: torch.Tensor,
+    entropy: torch.Tensor,
+    values: torch.Tensor,
+    targets: torch.Tensor,
+    config: Any,
+    mask: torch.Tensor | None = None,
+    num_episodes: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The policy part and the value part of the A3C loss of one local agent.
+
+    policy = Σ_t [−log π(a_t|s_t)·A_t − β·H(π(·|s_t))], value = λ·Σ_t (V̂_t − V(s_t))²
+    with A_t = V̂_t − V(s_t) (V detached in the policy term). Σ is a sum over the steps
+    divided by ``num_episodes`` (``loss_reduction: sum``, the paper's, per episode) or a
+    mean over the steps (``mean``). ``mask`` (1 = a real step, 0 = padding) lets a fleet
+    of agents with episodes of different lengths share one padded tensor.
+    """
+    advantages = targets - values.detach()
+    if mask is None:
+        mask = torch.ones_like(values)
+    denominator = mask.sum() if config.loss_reduction == "mean" else float(num_episodes)
+
+    def reduce(x: torch.Tensor) -> torch.Tensor:
+        return (x * mask).sum() / denominator
+
+    policy_part = -reduce(logp * advantages) - config.entropy_coeff * reduce(entropy)
+    value_part = config.vf_loss_coeff * reduce(torch.square(targets - values))
+    return policy_part, value_part
+
+
 class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner):
     """A3C loss (Ono & Takahashi eq. 15-18) with gradient privatization.
 
@@ -27,7 +67,8 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
 
     With ``policy_clip_share=ρ`` the gradients of the policy part (policy loss and
     entropy) and of the value part are clipped separately before the mechanism, to
-    L1 norms ρ·C/2 and (1−ρ)·C/2. Their sum still has L1 norm ≤ C/2, so the
+    L1 norms ρ·C/2 and (1−ρ)·C/2 (L2 norms ρ·C and (1−ρ)·C for the PrivUnit mechanisms,
+    whose C bounds the L2 norm). Their sum still has norm ≤ C/2 (C), so the
     mechanism's sensitivity and ε are unchanged; what changes is that the value
     gradient can no longer crowd the policy gradient out of the joint clip.
     """
@@ -57,14 +98,13 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
         module = self.module[module_id].unwrapped()
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
-        targets = batch[VALUE_TARGETS]
-        advantages = targets - values.detach()
-        reduce = torch.sum if config.loss_reduction == "sum" else torch.mean
-        policy_loss = -reduce(dist.logp(batch[Columns.ACTIONS]) * advantages)
-        entropy = reduce(dist.entropy())
-        vf_loss = reduce(torch.square(targets - values))
-        policy_part = policy_loss - config.entropy_coeff * entropy
-        value_part = config.vf_loss_coeff * vf_loss
+        policy_part, value_part = a3c_loss_parts(
+            logp=dist.logp(batch[Columns.ACTIONS]),
+            entropy=dist.entropy(),
+            values=values,
+            targets=batch[VALUE_TARGETS],
+            config=config,
+        )
         if config.policy_clip_share is not None:
             # compute_gradients() differentiates the two parts separately.
             self._loss_parts[module_id] = (policy_part, value_part)
@@ -81,16 +121,26 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
         """Plain backward pass, or separately pre-clipped policy and value gradients."""
         share = self.config.policy_clip_share
         if share is None:
-            return super().compute_gradients(loss_per_module, **kwargs)
-        half_clip = self.config.effective_clip / 2.0
+            grads = super().compute_gradients(loss_per_module, **kwargs)
+        else:
+            grads = self._part_clipped_gradients(loss_per_module, share)
+        if self.config.zero_signal_control:
+            # The no-signal control: the mechanism then privatizes zeros.
+            grads = {ref: torch.zeros_like(g) for ref, g in grads.items()}
+        return grads
+
+    def _part_clipped_gradients(
+        self, loss_per_module: dict[ModuleID, TensorType], share: float
+    ) -> dict[Any, torch.Tensor]:
+        bound, norm = self.config.policy_clip
         grads = {}
         for module_id in loss_per_module:
             policy_part, value_part = self._loss_parts.pop(module_id)
             params = [p for p in self.module[module_id].parameters() if p.requires_grad]
             parts = []
-            for loss, bound in (
-                (policy_part, share * half_clip),
-                (value_part, (1 - share) * half_clip),
+            for loss, part_bound in (
+                (policy_part, share * bound),
+                (value_part, (1 - share) * bound),
             ):
                 part = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
                 flat = torch.cat(
@@ -99,7 +149,7 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
                         for p, g in zip(params, part, strict=True)
                     ]
                 )
-                parts.append(clip_l1(flat, bound=bound) if bound > 0 else torch.zeros_like(flat))
+                parts.append(_clip(flat, bound=part_bound, norm=norm))
             flat_sum, offset = parts[0] + parts[1], 0
             for param in params:
                 grads[self.get_param_ref(param)] = flat_sum[
