@@ -27,6 +27,7 @@ import yaml
 from rllib_privacy import experiments as exps
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.utils import metrics as metric_keys
+from rllib_privacy.utils.progress import progress_callback
 
 logger = logging.getLogger("rllib_privacy")
 
@@ -432,6 +433,7 @@ def _run_experiment(
                 stop=exp.stop,
                 checkpoint_config=tune.CheckpointConfig(**exp.checkpoint_config),
                 verbose=min(1 + args.verbose, 3),
+                callbacks=[progress_callback()],
             ),
         )
     try:

@@ -56,7 +56,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
         "--stop",
         json.dumps({"training_iteration": 1}),
         "--config",
-        json.dumps({"submissions_per_iteration": 30}),
+        json.dumps({"submissions_per_iteration": 256, "eval_episodes": 10}),
         "--storage-path",
         str(tmp_path),
         "--ray-num-cpus",
@@ -64,20 +64,25 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"tensorboard --logdir {tmp_path}" in result.stdout
+    # The driver prints one progress line per iteration with score, ε and throughput.
+    line = next(ln for ln in result.stdout.splitlines() if "submissions 256" in ln)
+    assert "score(100)" in line and "eps/agent 5" in line and "subm/s" in line, line
     tags = _scalar_tags(tmp_path)
     for tag in (
         "privacy/epsilon_spent",
         "privacy/releases",
         "ldp/submissions",
         "ldp/noise_scale",
-        "score_moving_mean",
+        "ldp/eval_return_mean",
+        "privacy/epsilon_shuffled",
+        "score_mean",
         "epsilon_per_agent",
     ):
         assert f"ray/tune/{tag}" in tags, tag
     assert list(tmp_path.rglob("checkpoint_000000")), "no checkpoint written"
     progress = next(tmp_path.rglob("result.json")).read_text().splitlines()
     last = json.loads(progress[-1])
-    assert last["submissions"] >= 30 and last["epsilon_per_agent"] == 10.0
+    assert last["submissions"] >= 256 and last["epsilon_per_agent"] == 5.0
 
 
 @pytest.mark.ray
@@ -85,6 +90,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
     ("path", "overrides"),
     [
         ("tuned_configs/ldp_a3c_prs.yaml", {"submissions_per_iteration": 20, "max_buffer": 5}),
+        ("tuned_configs/ldp_a3c_laplace.yaml", {"submissions_per_iteration": 20}),
         (
             "tuned_configs/ldp_a3c_sweep.yaml",
             {"epsilon": 5.0, "submissions_per_iteration": 20},
@@ -120,7 +126,8 @@ def test_other_shipped_yamls_run_one_iteration(path: str, overrides: dict, tmp_p
         ),
         (
             {"mechanism": "gauss"},
-            "config key 'mechanism' must be one of ['laplace', 'prs', 'none']",
+            "config key 'mechanism' must be one of ['laplace', 'prs', 'privunitg', "
+            "'privunit2', 'none']",
         ),
         ({"epsilon": 0}, "config key 'epsilon' must be > 0.0"),
     ],
@@ -129,13 +136,13 @@ def test_bad_key_or_value_is_named_before_ray_starts(
     change: dict, expected: str, tmp_path: Path
 ) -> None:
     spec = yaml.safe_load((REPO / "tuned_configs/ldp_a3c.yaml").read_text())
-    spec["ldp-a3c-laplace"]["config"].update(change)
+    spec["ldp-a3c-privunitg"]["config"].update(change)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(spec))
     result = _rllib("train", "-f", str(bad), timeout=120)
     assert result.returncode == 2
     assert expected in result.stderr, result.stderr
-    assert str(bad) in result.stderr and "ldp-a3c-laplace" in result.stderr
+    assert str(bad) in result.stderr and "ldp-a3c-privunitg" in result.stderr
     assert "Traceback" not in result.stderr and "Started a local Ray" not in result.stderr
 
 

@@ -132,7 +132,8 @@ def run_cartpole_episodes(
     env.set_gravities(gravities)
     for t in range(max_steps):
         with torch.no_grad():
-            logits = module.forward_inference({Columns.OBS: torch.from_numpy(obs)})[
+            # _forward_inference: forward_inference() would toggle eval() on every step.
+            logits = module._forward_inference({Columns.OBS: torch.from_numpy(obs)})[
                 Columns.ACTION_DIST_INPUTS
             ]
         actions = select_actions(logits.numpy(), sample=sample, alpha=alpha, rng=rng)

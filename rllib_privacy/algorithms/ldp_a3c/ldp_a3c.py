@@ -147,7 +147,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.eval_episodes = 100
         self.eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
         self.shuffle_delta = 1e-6
-        self.log_progress = True
+        self.normalize_advantages = False
 
     @override(AlgorithmConfig)
     def training(
@@ -179,7 +179,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         eval_episodes: int = NotProvided,
         eval_heldout_gravities: list[float] = NotProvided,
         shuffle_delta: float = NotProvided,
-        log_progress: bool = NotProvided,
+        normalize_advantages: bool = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Sets PGC-A3C's training settings (see README "LDPA3C keys").
@@ -228,8 +228,8 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a trusted
                 shuffler of each buffer of |B| reports would give (Feldman, McMillan &
                 Talwar 2021).
-            log_progress: Print one progress line per iteration (submissions, score of
-                the last 100, ε per agent, submissions per second, evaluation return).
+            normalize_advantages: Shift and scale each agent's advantages over its own
+                steps to zero mean and unit variance before the policy loss.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -418,7 +418,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         ):
             _check_int(name, getattr(self, name), low=1)
         _check_int("eval_episodes", self.eval_episodes, low=0)
-        for name in ("zero_signal_control", "log_progress"):
+        for name in ("zero_signal_control", "normalize_advantages"):
             if not isinstance(getattr(self, name), bool):
                 raise PrivacyConfigError(
                     f"config key '{name}' must be true or false, got {getattr(self, name)!r}"
@@ -897,28 +897,11 @@ class LDPA3C(Algorithm):
             keys.PRIVACY_DELTA_SHUFFLED: self.config.shuffle_delta * rounds,
         }
 
-    def _print_progress(self, results: dict[str, Any]) -> None:
-        ldp = results.get("ldp", {})
-        parts = [
-            f"iter {self.iteration}",
-            f"submissions {self._scores.submissions:,}",
-            f"score(100) {results.get('score_mean', math.nan):.1f}",
-            f"eps/agent {self._ledger.max_epsilon_spent:g}",
-            f"{results.get('submissions_per_second', 0.0):,.0f} subm/s",
-        ]
-        if "eval_return_mean" in ldp:
-            parts.append(f"eval {ldp['eval_return_mean']:.1f}")
-        if "solved_at" in ldp:
-            parts.append(f"solved at {ldp['solved_at']:,}")
-        print("[LDPA3C] " + " | ".join(parts), flush=True)
-
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """Runs one iteration; puts headline keys first and env steps as x-axis."""
         results = super().step()
         results["timesteps_total"] = self._scores.env_steps
-        if self.config.log_progress:
-            self._print_progress(results)
         return keys.headline_first(results, HEADLINE_KEYS)
 
     @override(Algorithm)

@@ -41,11 +41,19 @@ def a3c_loss_parts(
     with A_t = V̂_t − V(s_t) (V detached in the policy term). Σ is a sum over the steps
     divided by ``num_episodes`` (``loss_reduction: sum``, the paper's, per episode) or a
     mean over the steps (``mean``). ``mask`` (1 = a real step, 0 = padding) lets a fleet
-    of agents with episodes of different lengths share one padded tensor.
+    of agents with episodes of different lengths share one padded tensor. With
+    ``normalize_advantages`` the A_t of the agent's own steps are shifted and scaled to
+    zero mean and unit variance (this agent's data only, so the release stays its own).
     """
     advantages = targets - values.detach()
     if mask is None:
         mask = torch.ones_like(values)
+    if config.normalize_advantages:
+        # Over this agent's own steps only: zero mean, unit variance.
+        steps = mask.sum()
+        mean = (advantages * mask).sum() / steps
+        std = torch.sqrt((torch.square(advantages - mean) * mask).sum() / steps)
+        advantages = (advantages - mean) / (std + 1e-6)
     denominator = mask.sum() if config.loss_reduction == "mean" else float(num_episodes)
 
     def reduce(x: torch.Tensor) -> torch.Tensor:
