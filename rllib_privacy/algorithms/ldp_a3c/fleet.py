@@ -380,7 +380,7 @@ class AgentFleet:
         share = self._config.policy_clip_share
         if share is None:
             return parts.sum(axis=1)
-        bound, norm = self._mechanism.clip_bound, self._mechanism.clip_norm
+        bound, norm = self._config.policy_clip  # the learner path's split, same bounds
         policy = clip_rows(parts[:, 0], bound=share * bound, norm=norm)
         value = clip_rows(parts[:, 1], bound=(1.0 - share) * bound, norm=norm)
         return policy + value

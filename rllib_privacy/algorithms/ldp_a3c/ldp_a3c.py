@@ -50,7 +50,10 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
 )
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
-from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES
+from rllib_privacy.envs.cartpole_gravity import (
+    PAPER_GRAVITY_CHOICES,
+    validate_positive_choices,
+)
 from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
@@ -291,10 +294,18 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             )
         return spec
 
-    def _validate_fleet(self) -> None:
-        from rllib_privacy.envs.cartpole_gravity import validate_gravity_choices
+    def heldout_gravities(self) -> tuple[float, ...]:
+        """``eval_heldout_gravities`` as a tuple (a single number is one gravity)."""
+        try:
+            return validate_positive_choices("eval_heldout_gravities", self.eval_heldout_gravities)
+        except PrivacyConfigError:
+            raise PrivacyConfigError(
+                "config key 'eval_heldout_gravities' must be a number or a non-empty list of "
+                f"finite numbers > 0, got {self.eval_heldout_gravities!r}"
+            ) from None
 
-        validate_gravity_choices(self.eval_heldout_gravities)
+    def _validate_fleet(self) -> None:
+        self.heldout_gravities()
         if self.agents_per_env_runner > 100_000:
             raise PrivacyConfigError(
                 "config key 'agents_per_env_runner' must be <= 100000, "
@@ -868,9 +879,12 @@ class LDPA3C(Algorithm):
         config = self.config
         if config.eval_episodes == 0 or config.env != CARTPOLE_GRAVITY_ENV_ID:
             return {}
-        train = tuple((config.env_config or {}).get("gravity_choices", PAPER_GRAVITY_CHOICES))
+        train = validate_positive_choices(
+            "gravity_choices",
+            (config.env_config or {}).get("gravity_choices", PAPER_GRAVITY_CHOICES),
+        )
         gravities, heldout = evaluation_gravities(
-            train, tuple(config.eval_heldout_gravities), config.eval_episodes
+            train, config.heldout_gravities(), config.eval_episodes
         )
         # A public seed per iteration: the evaluation uses no agent's data.
         returns = self._on_learner(
