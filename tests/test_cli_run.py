@@ -66,7 +66,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
     assert f"tensorboard --logdir {tmp_path}" in result.stdout
     # The driver prints one progress line per iteration with score, ε and throughput.
     line = next(ln for ln in result.stdout.splitlines() if "submissions 256" in ln)
-    assert "score(100)" in line and "eps/agent 5" in line and "subm/s" in line, line
+    assert "score(100)" in line and "eps/agent 1" in line and "subm/s" in line, line
     tags = _scalar_tags(tmp_path)
     for tag in (
         "privacy/epsilon_spent",
@@ -82,7 +82,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
     assert list(tmp_path.rglob("checkpoint_000000")), "no checkpoint written"
     progress = next(tmp_path.rglob("result.json")).read_text().splitlines()
     last = json.loads(progress[-1])
-    assert last["submissions"] >= 256 and last["epsilon_per_agent"] == 5.0
+    assert last["submissions"] >= 256 and last["epsilon_per_agent"] == 1.0
 
 
 @pytest.mark.ray

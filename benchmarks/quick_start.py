@@ -1,0 +1,178 @@
+#!/usr/bin/env python
+"""Runs the README's quick start N times, as a user would, and reports how often it solves.
+
+Each run is ``rllib train -f tuned_configs/ldp_a3c.yaml`` in a fresh process with its own
+storage folder (unseeded, as shipped: every run is a different random draw). A run counts as
+solved when its last result has ``ldp/solved_at`` (the mean score of the last 100 submissions
+reached 195). Reported: solved runs out of N, wall time of the whole command (Ray start-up
+included), ``solved_at``, the final greedy evaluation return and throughput, with the 1-minute
+load average before and after every run.
+
+Example::
+
+    python benchmarks/quick_start.py --runs 10 --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
+SECTION_START = "<!-- quick_start:start -->"
+SECTION_END = "<!-- quick_start:end -->"
+
+
+def last_result(storage: Path) -> dict[str, Any]:
+    """The last row of the (single) trial's result.json under ``storage``."""
+    files = sorted(storage.rglob("result.json"))
+    if not files:
+        return {}
+    lines = [line for line in files[0].read_text().splitlines() if line.strip()]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
+    """One quick-start run; returns its figures."""
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="quick_start_") as tmp:
+        command = ["rllib", "train", "-f", config, "--storage-path", tmp, *extra]
+        start = time.perf_counter()
+        proc = subprocess.run(
+            command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        wall = time.perf_counter() - start
+        result = last_result(Path(tmp))
+    ldp = result.get("ldp", {})
+    return {
+        "returncode": proc.returncode,
+        "wall_s": wall,
+        "solved_at": ldp.get("solved_at"),
+        "submissions": ldp.get("submissions"),
+        "eval_return_mean": ldp.get("eval_return_mean"),
+        "eval_heldout": ldp.get("eval_return_mean_heldout_gravities"),
+        "epsilon_per_agent": ldp.get("epsilon_per_agent"),
+        "epsilon_shuffled": result.get("privacy", {}).get("epsilon_shuffled"),
+        "submissions_per_second": result.get("submissions_per_second"),
+        "training_s": result.get("time_total_s"),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "stderr_tail": proc.stderr[-1500:] if proc.returncode else "",
+    }
+
+
+def fmt(value: Any, spec: str = ".1f") -> str:
+    """A number formatted with ``spec``, or — when missing."""
+    return "—" if value is None else format(value, spec)
+
+
+def table(runs: list[dict[str, Any]]) -> str:
+    """Markdown table of every run."""
+    rows = [
+        "| run | solved_at | submissions | wall (s) | training (s) | eval return (held-out) "
+        "| subm/s | ε/agent | ε shuffled | load before/after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(runs):
+        rows.append(
+            f"| {i} | {fmt(r['solved_at'], ',.0f')} | {fmt(r['submissions'], ',.0f')} | "
+            f"{r['wall_s']:.0f} | {fmt(r['training_s'], '.0f')} | "
+            f"{fmt(r['eval_return_mean'])} ({fmt(r['eval_heldout'])}) | "
+            f"{fmt(r['submissions_per_second'], ',.0f')} | {fmt(r['epsilon_per_agent'], 'g')} | "
+            f"{fmt(r['epsilon_shuffled'], '.3f')} | "
+            f"{r['load_before']:.2f}/{r['load_after']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def summary(runs: list[dict[str, Any]]) -> str:
+    """One line: solved k/N, median wall time and median solved_at."""
+    solved = [r for r in runs if r["solved_at"] is not None and r["returncode"] == 0]
+    walls = [r["wall_s"] for r in runs]
+    at = [r["solved_at"] for r in solved]
+    return (
+        f"solved in {len(solved)} of {len(runs)} runs; median wall time "
+        f"{statistics.median(walls):.0f} s (max {max(walls):.0f} s); median solved_at "
+        f"{statistics.median(at):,.0f} submissions"
+        if at
+        else f"solved in 0 of {len(runs)} runs; median wall time {statistics.median(walls):.0f} s"
+    )
+
+
+def write_results(text: str) -> None:
+    """Replaces (or appends) this script's section of RESULTS.md."""
+    body = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
+    section = f"{SECTION_START}\n{text}\n{SECTION_END}"
+    if SECTION_START in body and SECTION_END in body:
+        head, rest = body.split(SECTION_START, 1)
+        tail = rest.split(SECTION_END, 1)[1]
+        body = head + section + tail
+    else:
+        body = body.rstrip("\n") + "\n\n" + section + "\n"
+    RESULTS_MD.write_text(body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="independent runs (default 10)")
+    parser.add_argument("--config", default="tuned_configs/ldp_a3c.yaml", help="experiment file")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")
+    parser.add_argument("--json", type=Path, help="also write the runs as JSON")
+    parser.add_argument(
+        "extra", nargs=argparse.REMAINDER, help="after --: more `rllib train` options"
+    )
+    args = parser.parse_args(argv)
+    extra = [a for a in args.extra if a != "--"]
+    started = datetime.datetime.now(datetime.timezone.utc)
+    runs = []
+    for i in range(args.runs):
+        run = run_once(args.config, extra, args.timeout)
+        runs.append(run)
+        print(
+            f"[{i + 1}/{args.runs}] rc={run['returncode']} solved_at="
+            f"{fmt(run['solved_at'], ',.0f')} wall={run['wall_s']:.0f}s eval="
+            f"{fmt(run['eval_return_mean'])} load={run['load_before']:.2f}",
+            flush=True,
+        )
+        if run["returncode"]:
+            print(run["stderr_tail"], file=sys.stderr)
+    command = "python " + " ".join(
+        shlex.quote(a) for a in ["benchmarks/quick_start.py", *sys.argv[1:]]
+    )
+    text = "\n".join(
+        [
+            "### Quick start: success over independent runs",
+            "",
+            f"`{command}` — {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}; each run is "
+            f"`rllib train -f {args.config}` in a fresh process (unseeded).",
+            "",
+            f"**{summary(runs)}.**",
+            "",
+            table(runs),
+        ]
+    )
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+    if args.write_results:
+        write_results(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
