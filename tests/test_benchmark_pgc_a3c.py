@@ -238,7 +238,6 @@ def test_trial_config_and_variants(bench) -> None:
         "num_env_runners": 0,
         "num_cpus_for_main_process": 1,
         "submissions_per_iteration": 500,
-        "log_progress": False,
     }
     rows = [bench.Row("a", 1.0), bench.Row("b", INF)]
     out = bench.variants(

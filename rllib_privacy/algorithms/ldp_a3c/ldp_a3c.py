@@ -210,7 +210,8 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
             fst_target_score: Θ of the first-success-time metric.
             submissions_per_iteration: Submissions per training iteration.
             submissions_per_request: Episodes one EnvRunner runs per remote call
-                (all with the same θ; more = faster, staler gradients).
+                (all with the same θ; more = faster, staler gradients). With a fleet it is
+                rounded up to a multiple of ``agents_per_env_runner`` (whole rounds).
             secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from OS
                 entropy); the seed then does not drive the noise. Same ε.
             privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =

@@ -136,6 +136,9 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         module = learner.module[DEFAULT_MODULE_ID]
         torch.nn.utils.vector_to_parameters(torch.as_tensor(weights), module.parameters())
         if self.config.agents_per_env_runner > 1:
+            fleet_size = self.config.agents_per_env_runner
+            # Whole fleet rounds only: a partial round would simulate agents it discards.
+            num_submissions = -(-num_submissions // fleet_size) * fleet_size
             out = self._agent_fleet(module).submit(
                 weights_version=weights_version,
                 alpha=lambda made: exploration_alpha(
