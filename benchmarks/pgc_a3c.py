@@ -223,7 +223,9 @@ class Arm:
         config["mechanism"] = self.mechanism
         if self.zero_signal_control:
             config["zero_signal_control"] = True
-        if self.is_paper_base:
+        if self.is_paper_base or int(config.get("agents_per_env_runner", 1) or 1) == 1:
+            # Paper arms and one-agent-at-a-time bases (laplace_tuned, prs_tuned): a fleet
+            # of paper_fleet agents, else 90,000 submissions take hours per trial.
             config["agents_per_env_runner"] = int(paper_fleet)
             config["submissions_per_request"] = int(paper_fleet)
         config.update(dict(self.overrides))
@@ -1487,8 +1489,9 @@ def section_notes(doc: Mapping[str, Any], results: Sequence[RowResult]) -> str:
     if fleets:
         fleet_text = ", ".join(str(f) for f in sorted(fleets))
         lines.append(
-            f"- Paper arms: LDPA3CConfig defaults (C, |B| per mechanism, lr 0.5, summed loss, "
-            f"argmax with the α schedule) run by a fleet of N = {fleet_text} agents "
+            f"- Paper arms (LDPA3CConfig defaults: C, |B| per mechanism, lr 0.5, summed loss, "
+            f"argmax with the α schedule) and the tuned Laplace/PRS files (one agent at a "
+            f"time as shipped) run by a fleet of N = {fleet_text} agents "
             "(`agents_per_env_runner` = `submissions_per_request` = N, `--paper-fleet`) so "
             "that 90,000 submissions are affordable. The aggregator still applies |B| "
             "gradients per update (|B| = 1 for Laplace), but the N gradients of one fleet "
@@ -1880,7 +1883,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--paper-fleet",
         type=_positive_int,
         default=DEFAULT_PAPER_FLEET,
-        help="agents_per_env_runner (= submissions_per_request) of the paper arms; 1 = the "
+        help="agents_per_env_runner (= submissions_per_request) of the paper arms and of "
+        "arms whose base config has no fleet (laplace_tuned, prs_tuned); 1 = the "
         "paper's exact protocol (slow: one agent at a time)",
     )
     g.add_argument(
