@@ -50,6 +50,9 @@ HEADLINE_METRICS = (
     "evaluation/env_runners/episode_return_mean",
     metric_keys.PRIVACY_EPSILON_SPENT,
     metric_keys.PRIVACY_DELTA_SPENT,
+    metric_keys.PRIVACY_EPSILON_SHUFFLED,
+    metric_keys.LDP_SOLVED_AT,
+    metric_keys.LDP_EVAL_RETURN_MEAN,
     "time_total_s",
 )
 

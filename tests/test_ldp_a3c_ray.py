@@ -54,7 +54,7 @@ def test_aggregator_receives_only_noisy_gradients_and_scalars(ray_session) -> No
         # Laplace noise of scale C/ε = 0.01 dominates a gradient clipped to L1 <= 0.005.
         l1 = np.array([np.abs(item.gradient).sum() for item in received])
         assert l1.mean() > 0.5 * PAPER_DIM * 0.01
-        assert list(result)[:3] == ["score_moving_mean", "epsilon_per_agent", "submissions"]
+        assert list(result)[:3] == ["score_mean", "epsilon_per_agent", "submissions"]
         assert result["timesteps_total"] == result["num_env_steps_sampled_lifetime"]
     finally:
         algo.stop()
