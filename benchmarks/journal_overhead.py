@@ -5,7 +5,7 @@ device) with a journal on tmpfs (``/dev/shm``: ``fsync`` is nearly free, so this
 "no durable journal" baseline). Two measurements:
 
 1. raw appends per second of one PGC-A3C submission record;
-2. PGC-A3C submissions per second with ``tuned_configs/ldp_a3c.yaml`` (2 EnvRunners),
+2. PGC-A3C submissions per second with ``tuned_configs/ldp_a3c_laplace.yaml`` (2 EnvRunners),
    disk and tmpfs runs alternating so that machine drift hits both alike.
 
 Usage::
@@ -48,7 +48,9 @@ RECORD = {
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="tuned_configs/ldp_a3c.yaml", help="experiment file")
+    parser.add_argument(
+        "--config", default="tuned_configs/ldp_a3c_laplace.yaml", help="experiment file"
+    )
     parser.add_argument("--iterations", type=int, default=6, help="timed iterations per run")
     parser.add_argument("--submissions-per-iteration", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=2, help="disk/tmpfs run pairs")

@@ -50,7 +50,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-DEFAULT_CONFIG = "tuned_configs/ldp_a3c.yaml"
+DEFAULT_CONFIG = "tuned_configs/ldp_a3c_laplace.yaml"
 SECTION_START = "<!-- soak:start -->"
 SECTION_END = "<!-- soak:end -->"
 SCOPES = {"agent": "agent", "runner": "env_runner", "env_runner": "env_runner"}

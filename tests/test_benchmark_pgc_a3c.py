@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,21 @@ def bench():
     spec.loader.exec_module(module)
     yield module
     sys.modules.pop(spec.name, None)
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    # main() quiets Tune through environment variables (TUNE_DISABLE_AUTO_CALLBACK_LOGGERS,
+    # RAY_AIR_NEW_OUTPUT); in this process they would leak into every later `rllib train`
+    # subprocess of the suite and switch off its result.json and TensorBoard files.
+    names = ("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "RAY_AIR_NEW_OUTPUT")
+    saved = {name: os.environ.get(name) for name in names}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def test_script_does_not_import_ray_at_module_level(bench) -> None:
