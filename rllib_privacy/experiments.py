@@ -1227,9 +1227,11 @@ def _registry_names(category: str) -> list[str]:
     """Names registered in Tune's (not yet flushed) registry under ``category``."""
     from ray.tune.registry import _global_registry
 
-    # Tune has no public listing; before ray.init, registrations wait in `_to_flush`.
-    pending = getattr(_global_registry, "_to_flush", {})
-    return [key for (cat, key) in pending if cat == category]
+    # Tune has no public listing; before ray.init, registrations wait in `_to_flush`,
+    # after it they are in the cluster and `_registered` remembers their keys.
+    pending = list(getattr(_global_registry, "_to_flush", {}))
+    pending += list(getattr(_global_registry, "_registered", ()))
+    return sorted({key for (cat, key) in pending if cat == category})
 
 
 def _is_grid_search(value: Any) -> bool:

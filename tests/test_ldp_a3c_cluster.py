@@ -57,6 +57,11 @@ def two_node_cluster() -> Iterator[Any]:
         cluster.shutdown()
         if session_ray_was_up:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # Tune's registry lives in the Ray session: register ours in the new one again.
+        from rllib_privacy import _registration
+
+        _registration._registered = False
+        _registration.register_all()
 
 
 def _runner_nodes(algo: LDPA3C) -> dict[int, str]:
