@@ -202,7 +202,7 @@ class BenchmarkError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------
-# Statistics (pure; unit-tested in tests/test_benchmark_kickstart.py).
+# Statistics (pure; unit-tested in tests/e2e/test_benchmark_kickstart.py).
 # --------------------------------------------------------------------------------------
 
 

@@ -119,7 +119,7 @@ class BenchmarkError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------
-# Statistics (pure; unit-tested in tests/test_benchmark_pgc_a3c.py).
+# Statistics (pure; unit-tested in tests/e2e/test_benchmark_pgc_a3c.py).
 # --------------------------------------------------------------------------------------
 
 

@@ -63,7 +63,7 @@ class BenchmarkError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------
-# Data and statistics (pure; unit-tested in tests/test_benchmark_soak.py).
+# Data and statistics (pure; unit-tested in tests/e2e/test_benchmark_soak.py).
 # --------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,9 @@
-"""Shared fixtures: one small local Ray instance for the tests that need one."""
+"""Shared fixtures and markers.
+
+The suite is split by layer: ``tests/unit`` (pure layers, no Ray), ``tests/plugins`` (RLlib
+pieces) and ``tests/e2e`` (the CLI, Tune runs, benchmark scripts). Each test gets its folder's
+name as a marker, so ``pytest -m unit`` runs the pure layers alone.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,17 @@ import pytest
 # Fixed seeds are expected in tests: silence the fixed-seed PrivacyWarning here and in
 # every subprocess and Ray worker started from this process (they inherit the variable).
 os.environ.setdefault("RLLIB_PRIVACY_TESTING", "1")
+
+
+_LAYERS = ("unit", "plugins", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its layer folder's name."""
+    for item in items:
+        layer = item.path.parent.name
+        if layer in _LAYERS:
+            item.add_marker(getattr(pytest.mark, layer))
 
 
 @pytest.fixture(scope="session")

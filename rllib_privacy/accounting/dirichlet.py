@@ -26,7 +26,7 @@ so the pair is reproducible as a one-parameter family, not uniquely. One member:
 τ = 2e-5 gives δ = 0.0507 (10⁶ Monte Carlo samples, Clopper–Pearson 95% upper bound 0.0510)
 and ε = 4.46 for L·b = 0.0154 (the lnΓ terms alone contribute 2.42). With L·b = 0, ε = 4.46
 needs η = 0.0744, and then τ = 1e-6 gives δ ≈ 0.056. No η < 0.0744 gives ε = 4.46 for any
-L·b >= 0 (the lnΓ terms alone exceed it). ``tests/test_dirichlet_accounting.py`` checks the
+L·b >= 0 (the lnΓ terms alone exceed it). ``tests/unit/test_dirichlet_accounting.py`` checks the
 first member.
 """
 

@@ -352,7 +352,7 @@ def concentration_radius(*, k: float, beta: float) -> float:
 
     The paper (Lemma 1, citing Gohari et al. 2020) states P(‖Dir_k(π) − π‖₂ >= r) <= β. That
     does NOT hold for the L2 norm in general: measured with 2·10⁵ draws, m = 6, k = 5 gives
-    P ≈ 0.10 at β = 0.05 and ≈ 0.33 at β = 0.2 (``tests/test_dirichlet_mechanism.py``). What
+    P ≈ 0.10 at β = 0.05 and ≈ 0.33 at β = 0.2 (``tests/unit/test_dirichlet_mechanism.py``). What
     holds is the bound for every fixed unit direction u: P(⟨u, Dir_k(π) − π⟩ >= r) <= β,
     because a Dirichlet vector with total concentration k is sub-Gaussian with variance proxy
     1/(4(k + 1)) (Marchal & Arbel 2017). The radius is kept as specified because the

@@ -440,7 +440,7 @@ def _validate(yaml_name: str, teacher: Path) -> None:
     from rllib_privacy.experiments import Overrides, load_experiments
 
     load_experiments(
-        Path(__file__).resolve().parents[1] / "tuned_configs" / yaml_name,
+        Path(__file__).resolve().parents[2] / "tuned_configs" / yaml_name,
         overrides=Overrides(config={"teacher_checkpoint": str(teacher)}),
     )
 

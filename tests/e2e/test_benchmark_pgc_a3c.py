@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 INF = math.inf
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "pgc_a3c.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "pgc_a3c.py"
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from ray.tune.registry import get_trainable_cls
 
 from rllib_privacy._registration import ALGORITHM_NAMES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 

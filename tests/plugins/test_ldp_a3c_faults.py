@@ -25,7 +25,7 @@ from rllib_privacy.algorithms.ldp_a3c.testing import (
 )
 from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 MAX_BUFFER = 4
 LAST_ITERATION = 60
 

@@ -484,7 +484,7 @@ def test_module_entry_point_dry_run(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert proc.returncode == 0, proc.stderr
     spec = yaml.safe_load(proc.stdout)

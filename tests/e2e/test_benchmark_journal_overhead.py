@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "journal_overhead.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "journal_overhead.py"
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from test_pate_ppo_units import save_teacher
 
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_PPO = {"minibatch_size": 50, "num_epochs": 3, "model_config": {"fcnet_hiddens": [8]}}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ("mechanisms", "accounting", "exploration", "audit")
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "torch"}
 ALLOWED_OWN = (

@@ -13,7 +13,7 @@ import yaml
 
 from rllib_privacy.errors import PrivacyConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 _SMALL_PPO = {
     "train_batch_size_per_learner": 32,
     "minibatch_size": 32,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "tuned_configs").glob("*.yaml"))
-#: Student YAMLs need a trained teacher first; tests/test_kickstart_ray.py dry-runs and
+#: Student YAMLs need a trained teacher first; tests/plugins/test_kickstart_ray.py dry-runs and
 #: runs them with a teacher it trains.
 NEEDS_TEACHER = {p for p in CONFIGS if "teacher_checkpoint:" in p.read_text()}
 

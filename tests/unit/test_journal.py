@@ -166,7 +166,7 @@ def test_appends_survive_a_killed_writer(tmp_path: pathlib.Path) -> None:
     """A process killed right after append() returned leaves every record on disk."""
     path = tmp_path / "j.jsonl"
     # The module is loaded from its file: journal.py is pure, so no Ray import is paid for.
-    module = pathlib.Path(__file__).resolve().parents[1] / "rllib_privacy/accounting/journal.py"
+    module = pathlib.Path(__file__).resolve().parents[2] / "rllib_privacy/accounting/journal.py"
     script = (
         "import importlib.util, os\n"
         f"spec = importlib.util.spec_from_file_location('journal', {str(module)!r})\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 INF = math.inf
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "kickstart.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "kickstart.py"
 
 
 @pytest.fixture(scope="module")

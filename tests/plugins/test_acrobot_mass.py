@@ -58,7 +58,7 @@ def test_shipped_acrobot_pate_yamls_train_one_iteration(ray_session, tmp_path) -
 
     from rllib_privacy.experiments import Overrides, load_experiments
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     tiny = {
         "train_batch_size_per_learner": 100,
         "minibatch_size": 50,

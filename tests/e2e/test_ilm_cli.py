@@ -10,7 +10,7 @@ import pytest
 import yaml
 from test_cli_run import _rllib, _scalar_tags
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY = {
     "num_steps_sampled_before_learning_starts": 20,
     "min_sample_timesteps_per_iteration": 60,

@@ -132,7 +132,7 @@ def test_the_creator_checks_its_env_config_too() -> None:
 def test_shipped_frozenlake_yaml_uses_the_wrapper_and_validates() -> None:
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "tuned_configs" / "simhash_ppo_frozenlake.yaml"
+    path = Path(__file__).resolve().parents[2] / "tuned_configs" / "simhash_ppo_frozenlake.yaml"
     experiments = yaml.safe_load(path.read_text())
     (spec,) = experiments.values()
     assert spec["env"] == TIME_LIMIT_AS_TERMINAL_ENV_ID

@@ -15,7 +15,7 @@ from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.teachers import DirichletTeacher, TeacherSettings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BATCH = 200
 
 pytestmark = pytest.mark.ray

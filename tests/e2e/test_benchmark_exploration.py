@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "exploration.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "exploration.py"
 
 
 @pytest.fixture(scope="module")

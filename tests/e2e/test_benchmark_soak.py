@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "soak.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 MB = 2**20
 
 
