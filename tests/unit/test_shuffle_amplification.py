@@ -19,7 +19,9 @@ from rllib_privacy.accounting import shuffle_epsilon, shuffle_epsilon_closed_for
 from rllib_privacy.accounting.shuffle import _DeltaBound, _hockey_sticks, _numerical
 
 FIXTURES = json.loads(
-    (Path(__file__).resolve().parents[1] / "fixtures" / "shuffle_amplification.json").read_text("utf-8")
+    (Path(__file__).resolve().parents[1] / "fixtures" / "shuffle_amplification.json").read_text(
+        "utf-8"
+    )
 )
 POINTS = FIXTURES["points"]
 
