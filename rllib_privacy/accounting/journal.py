@@ -104,7 +104,7 @@ class PrivacyJournal:
         ValueError: If ``component`` is not a non-empty name.
         PrivacyJournalError: If the file is corrupt or belongs to another component.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "ldp_a3c.jsonl"
         >>> journal = PrivacyJournal(path, component="ldp_a3c")

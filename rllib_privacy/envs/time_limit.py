@@ -45,8 +45,8 @@ class TimeLimitAsTerminal(gym.Wrapper):
     FrozenLake setting) every successful policy acts the same at every step, and the
     one-hot observation of RLlib's demo stays as it is.
 
-    Args:
-        env: The env to wrap; it must end episodes by a time limit (``TimeLimit``).
+    The wrapped ``env`` (the only constructor argument, as for every ``gym.Wrapper``) must
+    end episodes by a time limit (``TimeLimit``).
 
     """
 
