@@ -452,9 +452,9 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def ensure_package_registered() -> None:
-    """Import ``rllib_privacy`` so that its algorithms and envs are registered."""
+    """Register ``rllib_privacy``'s algorithms and envs with Tune and gymnasium."""
     try:
-        importlib.import_module("rllib_privacy")
+        importlib.import_module("rllib_privacy").register()
     except ImportError as e:  # The package's __init__ may be incomplete during development.
         logger.debug("import rllib_privacy failed: %s", e)
 

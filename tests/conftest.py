@@ -27,12 +27,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, layer))
 
 
+def pytest_collect_file(file_path, parent):  # noqa: ANN001, ANN201
+    """Registers the package with Tune and gymnasium before RLlib-facing test modules load.
+
+    ``import rllib_privacy`` no longer registers (it imports no Ray); tests name algorithms
+    and envs as strings, as users do after ``rllib_privacy.register()``.
+    """
+    if file_path.suffix == ".py" and file_path.parent.name in ("plugins", "e2e"):
+        import rllib_privacy
+
+        rllib_privacy.register()
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     """Starts Ray once (2 CPUs, no dashboard) for every test that asks for it."""
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers algorithms and envs)
+    import rllib_privacy
+
+    rllib_privacy.register()
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
