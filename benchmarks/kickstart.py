@@ -51,31 +51,44 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
-import json
-import logging
 import math
 import os
-import re
-import shlex
 import statistics
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = REPO_ROOT / "benchmarks"
-DEFAULT_RESULTS_MD = BENCH_DIR / "RESULTS.md"
+from harness import (
+    BENCH_DIR,
+    INF,
+    REPO_ROOT,
+    RESULTS_MD,
+    BenchmarkError,
+    Progress,
+    ResultsSection,
+    command_line,
+    count_finite,
+    dump_json,
+    format_number,
+    jsonable,
+    known_median,
+    load_json,
+    machine_info,
+    machine_line,
+    markdown_table,
+    median_or_inf,
+    positive_int,
+    quiet_ray,
+    spread,
+    usable_cpus,
+)
+
 STUDENT_YAML = REPO_ROOT / "tuned_configs" / "kickstart_dirichlet_cartpole.yaml"
 TEACHER_YAML = REPO_ROOT / "tuned_configs" / "kickstart_teacher_cartpole.yaml"
-INF = math.inf
-
-SECTION_START = "<!-- kickstart:start -->"
-SECTION_END = "<!-- kickstart:end -->"
 
 #: Result keys (flattened with "/") read from the Tune result folders.
 RETURN_KEY = "env_runners/episode_return_mean"
@@ -172,35 +185,6 @@ ARMS: dict[str, Arm] = {
 }
 
 
-def _load_pgc_a3c_helpers() -> Any:
-    """benchmarks/pgc_a3c.py as a module, for its formatting and machine helpers.
-
-    The benchmark scripts are not a package; loading the sibling file (it imports no Ray
-    or torch at module level) shares one copy of those helpers instead of two.
-    """
-    name = "_pgc_a3c_benchmark_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCH_DIR / "pgc_a3c.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # its dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_pgc = _load_pgc_a3c_helpers()
-format_number = _pgc.format_number
-markdown_table = _pgc.markdown_table
-now = _pgc.now
-machine_line = _pgc.machine_line
-_jsonable = _pgc._jsonable
-_default_cpus = _pgc._default_cpus
-_positive_int = _pgc._positive_int
-
-
-class BenchmarkError(RuntimeError):
-    """A benchmark run that must not be reported (a trial failed, a bad input)."""
-
-
 # --------------------------------------------------------------------------------------
 # Statistics (pure; unit-tested in tests/e2e/test_benchmark_kickstart.py).
 # --------------------------------------------------------------------------------------
@@ -231,25 +215,10 @@ def steps_to_threshold(
     return INF
 
 
-def median_steps(values: Sequence[float]) -> float:
-    """Median over seeds; seeds that never reached T (∞) sort last.
-
-    ∞ when half or more of the seeds did not reach T (the middle value, or one of the two
-    middle values, is ∞); NaN for no seeds. The same rule as pgc_a3c's median FST.
-    """
-    return _pgc.median_fst(values)
-
-
-def spread(values: Sequence[float]) -> tuple[float, float]:
-    """(min, max) over seeds, ∞ included (NaN, NaN for no seeds)."""
-    if not values:
-        return (math.nan, math.nan)
-    return (float(min(values)), float(max(values)))
-
-
-def num_reached(values: Iterable[float]) -> int:
-    """Seeds that reached T (finite steps)."""
-    return sum(1 for v in values if math.isfinite(v))
+#: Median over seeds; seeds that never reached T (∞) sort last, ∞ when half or more did not.
+median_steps = median_or_inf
+#: Seeds that reached T (finite steps).
+num_reached = count_finite
 
 
 def speedup(teacher_steps: float, student_steps: float) -> float:
@@ -854,11 +823,11 @@ def _record_run(
             "teachers_s": teacher_wall,
             "students_s": student_wall,
         }
-        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        dump_json(path, record, indent=None)
         return teacher_wall, student_wall
     if not path.is_file():
         return math.nan, math.nan
-    record = json.loads(path.read_text(encoding="utf-8"))
+    record = load_json(path)
     args.analyzed_by = args.command_line
     args.command_line = record["command"]
     args.run_note = record.get("note")  # e.g. how runs of several processes were combined
@@ -980,6 +949,7 @@ def run_overhead(args: argparse.Namespace, teacher_checkpoint: str | None) -> Ov
     sharing: list[float] = []
     try:
         total = args.overhead_warmup + args.overhead_iterations
+        progress = Progress(total)
         for i in range(total):
             # ABBA: alternate which one goes first so that slow drift cancels.
             order = ("privacy-aware", "no-kickstart")
@@ -1003,10 +973,8 @@ def run_overhead(args: argparse.Namespace, teacher_checkpoint: str | None) -> Ov
                     sharing.append(float(result.get("teacher_sharing", math.nan)))
             if i < args.overhead_warmup:
                 timer.take()
-            print(
-                f"[overhead] iteration {i + 1}/{total}"
-                + (" (warm-up)" if i < args.overhead_warmup else ""),
-                flush=True,
+            progress.advance(
+                "overhead iteration" + (" (warm-up)" if i < args.overhead_warmup else "")
             )
     finally:
         for algo in algos.values():
@@ -1077,11 +1045,6 @@ def format_sci(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _median_finite(values: Iterable[float]) -> float:
-    finite = [v for v in values if not math.isnan(v)]
-    return statistics.median(finite) if finite else math.nan
-
-
 def _unfinished(arm: ArmResult) -> int:
     return sum(1 for r in arm.runs if r.unfinished)
 
@@ -1117,11 +1080,11 @@ def arm_table(result: TaskResult) -> str:
                 f"{format_steps(low)} – {format_steps(high)}",
                 format_speedup(speedup(result.teacher_steps, arm.median)),
                 ", ".join(format_speedup(r) for r in ratios),
-                format_sci(_median_finite(r.epsilon_spent for r in arm.runs))
+                format_sci(known_median(r.epsilon_spent for r in arm.runs))
                 if private
                 else ("∞ (no privacy)" if is_kickstart else "—"),
-                format_sci(_median_finite(r.delta_spent for r in arm.runs)) if private else "—",
-                format_steps(_median_finite(r.answered for r in arm.runs)) if is_kickstart else "—",
+                format_sci(known_median(r.delta_spent for r in arm.runs)) if private else "—",
+                format_steps(known_median(r.answered for r in arm.runs)) if is_kickstart else "—",
                 stopped_text if private else "—",
             ]
         )
@@ -1278,9 +1241,8 @@ def _run_lines(args: argparse.Namespace, machine: Mapping[str, Any], date: str) 
     """Command, machine and date lines of one part."""
     lines = [
         f"- Command: `{args.command_line}`",
-        f"- Machine: {machine_line(machine)}; shared with other engineers' jobs while it ran "
-        f"(1-min load average {machine.get('load_1min', '—')} at the end on "
-        f"{machine['nproc']} CPUs), so wall times are inflated and noisy.",
+        f"- Machine: {machine_line(machine, date=False)} (at the end); shared with other "
+        "engineers' jobs while it ran, so wall times are inflated and noisy.",
         f"- Date: {date}",
     ]
     if getattr(args, "run_note", None):
@@ -1370,43 +1332,14 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-#: Order of the parts inside the section (a part from a later run keeps its place).
-PART_ORDER = (*TASKS, "overhead")
-SECTION_TITLE = "## Privacy-preserving kickstarting (`benchmarks/kickstart.py`)"
-
-
-def _part_markers(name: str) -> tuple[str, str]:
-    return f"<!-- kickstart:{name}:start -->", f"<!-- kickstart:{name}:end -->"
-
-
-def update_results_md(path: Path, parts: Mapping[str, str]) -> None:
-    """Replaces this run's parts inside the kickstart section, keeping everything else.
-
-    The section lives between ``<!-- kickstart:start -->`` and ``<!-- kickstart:end -->``
-    (appended at the end of the file if absent); inside, each part (a task, ``overhead``)
-    has its own ``<!-- kickstart:PART:start/end -->`` markers, so a run that measured only
-    some parts replaces only those.
-    """
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        body, tail = rest.split(SECTION_END, 1)
-    else:
-        head, body, tail = text.rstrip("\n") + "\n\n", "", "\n"
-    existing: dict[str, str] = {}
-    for match in re.finditer(
-        r"<!-- kickstart:([\w-]+):start -->\n(.*?)\n<!-- kickstart:\1:end -->", body, re.DOTALL
-    ):
-        existing[match.group(1)] = match.group(2)
-    existing.update({name: content.rstrip() for name, content in parts.items()})
-    names = [n for n in PART_ORDER if n in existing] + [n for n in existing if n not in PART_ORDER]
-    blocks = [SECTION_TITLE]
-    for name in names:
-        start, end = _part_markers(name)
-        blocks.append(f"{start}\n{existing[name]}\n{end}")
-    section = "\n\n".join(blocks)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{head}{SECTION_START}\n{section}\n{SECTION_END}{tail}", encoding="utf-8")
+#: This benchmark's RESULTS.md section: one part per task and ``overhead``, each with its
+#: own markers, so runs of single tasks add up instead of overwriting each other; a new part
+#: takes its place in this order.
+RESULTS = ResultsSection(
+    "kickstart",
+    title="## Privacy-preserving kickstarting (`benchmarks/kickstart.py`)",
+    parts=(*TASKS, "overhead"),
+)
 
 
 def results_json(
@@ -1426,7 +1359,7 @@ def results_json(
     }
     if overhead is not None:
         out["overhead"] = {**dataclasses.asdict(overhead), "ratio": overhead.ratio}
-    return _jsonable(out)
+    return jsonable(out)
 
 
 # --------------------------------------------------------------------------------------
@@ -1462,15 +1395,6 @@ def _targets(text: str) -> dict[str, float]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"bad return {value!r} for {name}") from None
     return out
-
-
-def machine_info() -> dict[str, Any]:
-    """pgc_a3c's machine description plus the 1-minute load average (a shared machine)."""
-    try:
-        load = round(os.getloadavg()[0], 1)
-    except OSError:
-        load = math.nan
-    return {**_pgc.machine_info(), "load_1min": load}
 
 
 def _bounded_number(convert: Callable[[str], float], *, low: float, strict: bool) -> Any:
@@ -1532,7 +1456,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=list(ARMS),
         help=f"comma-separated student arms ({', '.join(ARMS)})",
     )
-    g.add_argument("--seeds", type=_positive_int, default=None, help="seeds per arm [3]")
+    g.add_argument("--seeds", type=positive_int, default=None, help="seeds per arm [3]")
     g.add_argument("--seed", type=int, default=0, help="student seeds are SEED, SEED+1, ...")
     g.add_argument("--teacher-seed", type=int, default=0, help="the teachers' seed")
     g.add_argument(
@@ -1543,7 +1467,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--teacher-cap",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="env steps after which a teacher that has not reached T stops [150000]",
     )
@@ -1554,11 +1478,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="students stop at this multiple of the teacher's steps to T (whole batches)",
     )
     g.add_argument(
-        "--cap", type=_positive_int, default=None, help="hard cap on a student's env steps [150000]"
+        "--cap", type=positive_int, default=None, help="hard cap on a student's env steps [150000]"
     )
     g.add_argument(
         "--smoothing",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="metrics_num_episodes_for_smoothing passed to RLlib [20]",
     )
@@ -1595,7 +1519,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.add_argument(
         "--overhead-iterations",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="measured iterations per algorithm [6]",
     )
@@ -1614,8 +1538,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--num-cpus",
-        type=_positive_int,
-        default=_default_cpus(),
+        type=positive_int,
+        default=usable_cpus(),
         help="CPUs for ray.init (one trial per CPU runs at a time)",
     )
     r.add_argument(
@@ -1626,9 +1550,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write the section into RESULTS.md and the plots into benchmarks/",
     )
-    r.add_argument(
-        "--results-md", type=Path, default=DEFAULT_RESULTS_MD, help="the RESULTS.md to update"
-    )
+    r.add_argument("--results-md", type=Path, default=RESULTS_MD, help="the RESULTS.md to update")
     r.add_argument("--json", type=Path, default=None, help="also write raw results as JSON")
     return parser
 
@@ -1659,19 +1581,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(
             "--analyze-only/--reuse-teachers need --storage-path (the earlier run's Tune folder)"
         )
-    words = list(sys.argv[1:] if argv is None else argv)
-    args.command_line = shlex.join(["python", "benchmarks/kickstart.py", *words])
+    args.command_line = command_line(__file__, argv)
     if args.plot_dir is None and args.write_results:
         args.plot_dir = BENCH_DIR
     return args
-
-
-def _quiet() -> None:
-    # Tune's legacy reporter honours verbose=0 (the new one prints a header box).
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    for name in ("ray", "ray.rllib", "ray.tune"):
-        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1683,7 +1596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    _quiet()
+    quiet_ray()  # Tune's result files stay: the tables are read back from them
     import ray
 
     import rllib_privacy  # noqa: F401  (registers KickstartPPO)
@@ -1718,15 +1631,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ray.shutdown()
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
     machine = machine_info()
-    date = now()
+    date = machine["date"]
     if args.write_results:
-        update_results_md(args.results_md, render_parts(tasks, overhead, args, machine, date))
+        RESULTS.write(args.results_md, render_parts(tasks, overhead, args, machine, date))
         print(f"wrote {args.results_md}")
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps(results_json(tasks, overhead, args, machine, date), indent=2) + "\n"
-        )
+        dump_json(args.json, results_json(tasks, overhead, args, machine, date), indent=2)
         print(f"wrote {args.json}")
     return 0
 

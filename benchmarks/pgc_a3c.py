@@ -39,14 +39,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
-import logging
 import math
 import os
-import platform
-import re
-import shlex
 import shutil
 import statistics
 import sys
@@ -57,9 +52,30 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-INF = math.inf
+from harness import (
+    INF,
+    REPO_ROOT,
+    RESULTS_MD,
+    BenchmarkError,
+    Progress,
+    ResultsSection,
+    command_line,
+    dump_json,
+    finite_median,
+    format_number,
+    jsonable,
+    load_average,
+    load_experiment_config,
+    load_json,
+    machine_info,
+    machine_line,
+    markdown_table,
+    median_or_inf,
+    now,
+    positive_int,
+    quiet_ray,
+    usable_cpus,
+)
 
 #: Submissions within which the paper counts a success (its FST cap), and its trials.
 PAPER_CAP = 90_000
@@ -107,16 +123,11 @@ PAPER_RELATIVE_AUC: dict[tuple[str, float], float] = {
 #: Rows that follow the paper's protocol, and the paper's mechanism they are compared to.
 PAPER_ROWS = {"laplace_paper": "laplace", "prs_paper": "prs", "nonprivate_paper": "none"}
 
-SECTION_START = "<!-- pgc_a3c:start -->"
-SECTION_END = "<!-- pgc_a3c:end -->"
-#: The RESULTS.md part (between ``<!-- pgc_a3c:arms:start/end -->``) of the arm tables.
+#: This benchmark's RESULTS.md section; each part (the arm tables, speed) has its own markers.
+RESULTS = ResultsSection("pgc_a3c", title="## PGC-A3C (`benchmarks/pgc_a3c.py`)")
+#: The RESULTS.md part of the arm tables.
 RESULTS_PART = "arms"
 JSON_FORMAT = "pgc_a3c/2"
-
-
-class BenchmarkError(RuntimeError):
-    """A benchmark run that must not be reported (a bad input, a missing config file)."""
-
 
 # --------------------------------------------------------------------------------------
 # Statistics (pure; unit-tested in tests/e2e/test_benchmark_pgc_a3c.py).
@@ -128,20 +139,8 @@ def censor(fsts: Iterable[float], cap: float) -> list[float]:
     return [INF if f is None or not f <= cap else float(f) for f in fsts]
 
 
-def median_fst(fsts: Sequence[float]) -> float:
-    """Median first success time; failed trials (∞) sort last.
-
-    The result is ∞ when half or more of the trials failed (the middle value, or one of
-    the two middle values, is ∞) and NaN for an empty list.
-    """
-    if not fsts:
-        return math.nan
-    ordered = sorted(float(f) for f in fsts)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[mid]
-    low, high = ordered[mid - 1], ordered[mid]
-    return INF if math.isinf(high) else (low + high) / 2.0
+#: Median first success time: failed trials (∞) sort last; ∞ when half or more failed.
+median_fst = median_or_inf
 
 
 def success_ratio(fsts: Sequence[float], cap: float) -> float:
@@ -462,7 +461,7 @@ class TrialRecord:
         return Row(self.arm, self.epsilon)
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrialRecord:
@@ -495,11 +494,6 @@ def _float(value: Any) -> float:
     if value is None:
         return math.nan
     return float(value)
-
-
-def median_or_inf(values: Sequence[float]) -> float:
-    """Median with ∞ for missing values (same rule as :func:`median_fst`)."""
-    return median_fst(values)
 
 
 @dataclasses.dataclass
@@ -539,11 +533,6 @@ class RowResult:
         return f"incomplete ({len(self.trials)} of {self.required} seeds)"
 
 
-def _finite_median(values: Iterable[float | None]) -> float:
-    kept = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    return statistics.median(kept) if kept else math.nan
-
-
 def compute_rows(
     records: Iterable[TrialRecord],
     *,
@@ -577,8 +566,8 @@ def compute_rows(
         result.auc = success_auc(fsts, result.cap)
         result.median_solved_at = median_or_inf(result.solved_ats)
         result.solved = sum(1 for s in result.solved_ats if s <= result.cap)
-        result.eval_final_median = _finite_median(t.eval_return_final for t in result.trials)
-        result.eval_max_median = _finite_median(t.eval_return_max for t in result.trials)
+        result.eval_final_median = finite_median(t.eval_return_final for t in result.trials)
+        result.eval_max_median = finite_median(t.eval_return_max for t in result.trials)
         baseline = baselines.get(families.get(result.row.arm, ""))
         if baseline is not None and result.trials:
             result.relative_auc = relative_auc(fsts, baseline.fsts, result.cap)
@@ -631,7 +620,7 @@ def strip_variant(config: Any) -> Any:
 
 class TrialRecorder:
     """Collects per-iteration curves, builds a :class:`TrialRecord` per finished trial and
-    prints a progress line for it.
+    prints a progress line for it (with the run's elapsed time and ETA).
 
     Args:
         total: Trials in the run (for ``done / total``).
@@ -653,7 +642,7 @@ class TrialRecorder:
         self._curves: dict[str, dict[str, list[Any]]] = {}
         self._last: dict[str, Mapping[str, Any]] = {}
         self._on_record = on_record
-        self._echo = echo
+        self._progress = Progress(total, echo=echo)
 
     @property
     def done(self) -> int:
@@ -687,7 +676,7 @@ class TrialRecorder:
         diverged = error is not None and DIVERGENCE_MESSAGE in error
         if error is not None and not diverged:
             self.failures.append(f"{where}: {error.strip().splitlines()[-1] if error else '?'}")
-            self._echo(f"[{self.done}/{self.total}] {where}: FAILED ({self.failures[-1]})")
+            self._progress.update(self.done, f"{where}: FAILED ({self.failures[-1]})")
             return None
         last = last_result or self._last.get(trial_id) or {}
         curve = self._curves.pop(
@@ -711,14 +700,14 @@ class TrialRecorder:
             curve=curve,
         )
         self.records.append(record)
-        self._echo(progress_line(record, self.done, self.total))
+        self._progress.update(self.done, trial_summary(record))
         if self._on_record is not None:
             self._on_record(record)
         return record
 
 
-def progress_line(record: TrialRecord, done: int, total: int) -> str:
-    """``[3/40] privunitg_tuned ε=1 seed=2: fst 4,210 | solved_at — | eval 87.3 | 212 s``."""
+def trial_summary(record: TrialRecord) -> str:
+    """``privunitg_tuned ε=1 seed=2: fst 4,210 | solved_at — | eval 87.3 | 212 s``."""
 
     def count(value: float | None) -> str:
         return "—" if value is None else f"{int(value):,}"
@@ -733,9 +722,8 @@ def progress_line(record: TrialRecord, done: int, total: int) -> str:
     ]
     if record.diverged:
         parts.append("DIVERGED")
-    return (
-        f"[{done}/{total}] {record.arm} ε={format_number(record.epsilon)} seed={record.seed}: "
-        + " | ".join(parts)
+    return f"{record.arm} ε={format_number(record.epsilon)} seed={record.seed}: " + " | ".join(
+        parts
     )
 
 
@@ -745,36 +733,9 @@ def progress_line(record: TrialRecord, done: int, total: int) -> str:
 
 
 def load_base_config(path: str) -> dict[str, Any]:
-    """The first experiment's ``config:`` of a YAML experiment file (env folded in).
-
-    Uses ``rllib_privacy.experiments.load_experiments`` (validation, legacy-key
-    translation) when the package has it, else plain ``yaml.safe_load``.
-    """
-    if not os.path.isfile(path) and not os.path.isabs(path) and (REPO_ROOT / path).is_file():
-        path = str(REPO_ROOT / path)
-    if not os.path.isfile(path):
-        raise BenchmarkError(f"experiment file {path!r} not found")
-    try:
-        from rllib_privacy.experiments import load_experiments
-    except ImportError:
-        load_experiments = None
-    if load_experiments is not None:
-        try:
-            experiments = load_experiments(path, has_gpus=False).experiments
-        except Exception as e:  # ExperimentFileError and friends: report, don't trace.
-            raise BenchmarkError(f"cannot load {path}: {e}") from None
-        config = dict(experiments[0].param_space)
-    else:
-        import yaml
-
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-        if not isinstance(data, dict) or not data:
-            raise BenchmarkError(f"{path}: expected a mapping of experiment names to experiments")
-        experiment = next(iter(data.values()))
-        config = dict(experiment.get("config") or {})
-        if "env" in experiment and "env" not in config:
-            config["env"] = experiment["env"]
+    """The first experiment's ``config:`` of a YAML experiment file (env folded in),
+    validated as ``rllib train -f`` does; it must not sweep (no ``grid_search``)."""
+    config = load_experiment_config(path)
     for key, value in config.items():
         if _has_grid_search(value):
             raise BenchmarkError(
@@ -864,13 +825,9 @@ def document_results(doc: Mapping[str, Any]) -> list[RowResult]:
 def load_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A JSON file written by ``--json`` (format :data:`JSON_FORMAT`)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise BenchmarkError(
-            f"--merge-json: cannot read {str(path)!r}: {e.strerror or e}"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise BenchmarkError(f"--merge-json: {str(path)!r} is not valid JSON ({e})") from None
+        doc = load_json(path)
+    except BenchmarkError as e:
+        raise BenchmarkError(f"--merge-json: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != JSON_FORMAT:
         raise BenchmarkError(
             f"--merge-json: {str(path)!r} is not a {JSON_FORMAT} file of this benchmark "
@@ -959,10 +916,7 @@ def merge_documents(
 
 def write_document(path: Path, doc: Mapping[str, Any]) -> None:
     """Writes the document atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(doc), indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    dump_json(path, jsonable(doc))
 
 
 # --------------------------------------------------------------------------------------
@@ -1292,29 +1246,11 @@ def run_speed(args: argparse.Namespace) -> list[SpeedResult]:
 # --------------------------------------------------------------------------------------
 
 
-def format_number(value: float | None, digits: int = 1) -> str:
-    """``∞`` for infinity, ``—`` for None/NaN, integers without decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.{digits}f}"
-
-
 def format_ratio(value: float | None) -> str:
     """Two or three decimals; ``—`` for None/NaN."""
     if value is None or math.isnan(value):
         return "—"
     return f"{value:.3f}"
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _paper_key(row: Row) -> tuple[str, float] | None:
@@ -1445,7 +1381,7 @@ def _run_line(run: Mapping[str, Any]) -> str:
         f"1-min load average at start/end {load_text}",
     ]
     if run.get("machine"):
-        parts.append(machine_line(run["machine"]))
+        parts.append(machine_line(run["machine"], date=False, load=False))
     if run.get("wall_s") is not None:
         parts.append(f"{run['wall_s']:.0f} s")
     if run.get("interrupted"):
@@ -1515,7 +1451,7 @@ def section_notes(doc: Mapping[str, Any], results: Sequence[RowResult]) -> str:
         source = "LDPA3CConfig defaults" if meta.get("base") == PAPER_BASE else meta.get("base")
         lines.append(
             f"- `{name}` ({meta.get('description', '')}; base {source}): "
-            f"`{json.dumps(_jsonable(config), sort_keys=True)}`"
+            f"`{json.dumps(jsonable(config), sort_keys=True)}`"
         )
     missing = incomplete_rows(results)
     if missing:
@@ -1602,9 +1538,8 @@ def render_speed_section(speeds: Sequence[SpeedResult], args: argparse.Namespace
             "### Speed: submissions per second",
             "",
             f"- Command: `{args.command_line}`",
-            f"- Machine: {machine_line(machine_info())}",
-            f"- Date: {now()}; 1-min load average at start/end "
-            f"{args.loadavg_start:.2f}/{os.getloadavg()[0]:.2f}",
+            f"- Machine: {machine_line(load=False)}; 1-min load average at start/end "
+            f"{args.loadavg_start:.2f}/{load_average():.2f}",
             f"- Config: {args.tuned_config} ({what}); {args.speed_submissions} submissions "
             f"measured after one warm-up iteration of "
             f"{min(args.speed_iteration, args.speed_submissions)} (iterations of the same "
@@ -1692,97 +1627,6 @@ def plot_arms(doc: Mapping[str, Any], out_dir: Path, *, with_eval: bool = False)
     return written
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU count and model, RAM, Python/Ray/torch versions."""
-    import ray
-    import torch
-
-    model = platform.processor() or "unknown"
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-        match = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
-        if match:
-            model = match.group(1).strip()
-    except OSError:
-        pass
-    ram_gib = math.nan
-    try:
-        meminfo = Path("/proc/meminfo").read_text()
-        match = re.search(r"^MemTotal:\s*(\d+)\s*kB", meminfo, re.MULTILINE)
-        if match:
-            ram_gib = int(match.group(1)) / 2**20
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count() or 0
-    return {
-        "nproc": usable,
-        "cpu_model": model,
-        "ram_gib": round(ram_gib, 1),
-        "python": platform.python_version(),
-        "ray": ray.__version__,
-        "torch": torch.__version__,
-        "platform": platform.platform(),
-    }
-
-
-def machine_line(info: Mapping[str, Any]) -> str:
-    """One line for RESULTS.md."""
-    return (
-        f"{info['nproc']} CPUs ({info['cpu_model']}), {info['ram_gib']} GiB RAM; "
-        f"Python {info['python']}, ray {info['ray']}, torch {info['torch']}"
-    )
-
-
-def now() -> str:
-    """UTC time stamp, seconds precision."""
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def update_results_md(path: Path, parts: Mapping[str, str]) -> None:
-    """Replaces this benchmark's parts in ``path``, keeping everything else intact.
-
-    The whole benchmark lives between ``<!-- pgc_a3c:start -->`` and
-    ``<!-- pgc_a3c:end -->``; inside, each part (a preset, speed) has its own
-    ``<!-- pgc_a3c:PART:start/end -->`` markers, so a run replaces only what it ran.
-    """
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-    else:
-        text = (
-            "# Benchmark results\n\n"
-            "Numbers written by the scripts in `benchmarks/`; each section records its "
-            "command, machine and date.\n"
-        )
-    if SECTION_START not in text or SECTION_END not in text:
-        text = text.rstrip("\n") + f"\n\n{SECTION_START}\n## PGC-A3C (`benchmarks/pgc_a3c.py`)\n"
-        text += f"\n{SECTION_END}\n"
-    head, rest = text.split(SECTION_START, 1)
-    body, tail = rest.split(SECTION_END, 1)
-    for name, content in parts.items():
-        start, end = f"<!-- pgc_a3c:{name}:start -->", f"<!-- pgc_a3c:{name}:end -->"
-        block = f"{start}\n{content.rstrip()}\n{end}"
-        if start in body and end in body:
-            before, after = body.split(start, 1)
-            body = before + block + after.split(end, 1)[1]
-        else:
-            body = body.rstrip("\n") + f"\n\n{block}\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{head}{SECTION_START}{body.rstrip()}\n{SECTION_END}{tail}", encoding="utf-8")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 # --------------------------------------------------------------------------------------
 # Command line.
 # --------------------------------------------------------------------------------------
@@ -1806,31 +1650,6 @@ def _epsilon(text: str) -> float:
     if not value > 0:
         raise ValueError(f"ε must be > 0 or inf, got {text!r}")
     return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def _default_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def _quiet() -> None:
-    # Tune's legacy reporter honours verbose=0 (the new one prints a header box), and
-    # its default TensorBoard/CSV/JSON loggers are not needed: results come from the
-    # ResultGrid (they also warn about the ε = ∞ scalars).
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    for name in ("ray", "ray.rllib", "ray.tune"):
-        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1861,27 +1680,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--trials",
-        type=_positive_int,
+        type=positive_int,
         default=PROTOCOL_TRIALS,
         help=f"trials (seeds) per arm × ε; rows with fewer than {PROTOCOL_TRIALS} are marked "
         "incomplete",
     )
     g.add_argument(
         "--cap",
-        type=_positive_int,
+        type=positive_int,
         default=PAPER_CAP,
         help="submissions per trial without sustained success (solved_at) before it stops",
     )
     g.add_argument("--seed", type=int, default=0, help="trial k uses seed SEED + k")
     g.add_argument(
         "--max-concurrent",
-        type=_positive_int,
+        type=positive_int,
         default=2,
         help="trials in parallel (each: num_env_runners 0, one CPU)",
     )
     g.add_argument(
         "--paper-fleet",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_PAPER_FLEET,
         help="agents_per_env_runner (= submissions_per_request) of the paper arms and of "
         "arms whose base config has no fleet (laplace_tuned, prs_tuned); 1 = the "
@@ -1905,7 +1724,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--iteration-submissions",
-        type=_positive_int,
+        type=positive_int,
         default=500,
         help="submissions_per_iteration of each trial (stop checks and curve points; FST "
         "and solved_at are exact)",
@@ -1935,19 +1754,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--speed-only", action="store_true", help="run only the speed comparison")
     s.add_argument(
         "--runner-counts",
-        type=_csv(_positive_int, "runner counts"),
+        type=_csv(positive_int, "runner counts"),
         default="1,2",
         help="comma-separated numbers of remote EnvRunners",
     )
     s.add_argument(
         "--speed-submissions",
-        type=_positive_int,
+        type=positive_int,
         default=2000,
         help="submissions measured per speed setting (after a warm-up iteration)",
     )
     s.add_argument(
         "--speed-iteration",
-        type=_positive_int,
+        type=positive_int,
         default=500,
         help="submissions per training iteration in speed runs (the warm-up is one)",
     )
@@ -1961,17 +1780,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument(
         "--num-cpus",
         type=int,
-        default=_default_cpus(),
+        default=usable_cpus(),
         help="CPUs for ray.init",
     )
     o.add_argument(
         "--write-results",
         action="store_true",
-        help=f"write this run's sections into {DEFAULT_RESULTS_MD.relative_to(REPO_ROOT)}",
+        help=f"write this run's sections into {RESULTS_MD.relative_to(REPO_ROOT)}",
     )
-    o.add_argument(
-        "--results-md", type=Path, default=DEFAULT_RESULTS_MD, help="the RESULTS.md to update"
-    )
+    o.add_argument("--results-md", type=Path, default=RESULTS_MD, help="the RESULTS.md to update")
     o.add_argument(
         "--json",
         type=Path,
@@ -2077,7 +1894,7 @@ def _finish_outputs(
         write_document(args.json, doc)
         print(f"wrote {args.json}")
     if args.write_results and parts:
-        update_results_md(args.results_md, parts)
+        RESULTS.write(args.results_md, parts)
         print(f"wrote {args.results_md}")
 
 
@@ -2085,9 +1902,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the requested parts, prints the tables, writes results; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    words = list(sys.argv[1:] if argv is None else argv)
-    args.command_line = shlex.join(["python", "benchmarks/pgc_a3c.py", *words])
-    args.loadavg_start = os.getloadavg()[0]
+    args.command_line = command_line(__file__, argv)
+    args.loadavg_start = load_average()
     if args.num_cpus < 1:
         parser.error("--num-cpus must be >= 1")
     if args.eval_episodes is not None and args.eval_episodes < 0:
@@ -2105,7 +1921,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = [args.seed + k for k in range(args.trials)]
     rows = [] if args.speed_only else plan_rows(args.arms, args.epsilons, default_arms())
     spi = max(1, min(args.iteration_submissions, args.cap))
-    _quiet()
+    # Results come from the callbacks: Tune's TensorBoard/CSV/JSON files are not needed (they
+    # also warn about the ε = ∞ scalars).
+    quiet_ray(tune_loggers=False)
     try:  # Fail fast, before Ray starts, on a missing or invalid experiment file.
         if run_speed_part:
             load_base_config(args.tuned_config)
@@ -2128,7 +1946,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.cap}, {args.max_concurrent} at a time; configs valid:"
         )
         for name in arms:
-            print(f"  {name}: {json.dumps(_jsonable(arm_configs[name]), sort_keys=True)}")
+            print(f"  {name}: {json.dumps(jsonable(arm_configs[name]), sort_keys=True)}")
         print("rows: " + ", ".join(row.label for row in rows))
         return 0
     import ray
@@ -2188,7 +2006,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         ray.shutdown()
         run["date_end"] = now()
-        run["loadavg_end"] = os.getloadavg()[0]
+        run["loadavg_end"] = load_average()
         run["wall_s"] = time.perf_counter() - start
     if failures and args.write_results:
         print(

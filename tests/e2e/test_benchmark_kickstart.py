@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import subprocess
@@ -12,20 +11,11 @@ import types
 from pathlib import Path
 
 import pytest
+from benchmark_modules import BENCH_DIR, benchmark_fixture
 
 INF = math.inf
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "kickstart.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    # benchmarks/ is not a package: import the script by putting its folder on the path.
-    sys.path.insert(0, str(_PATH.parent))
-    try:
-        yield importlib.import_module("kickstart")
-    finally:
-        sys.path.remove(str(_PATH.parent))
-        sys.modules.pop("kickstart", None)
+_PATH = BENCH_DIR / "kickstart.py"
+bench = benchmark_fixture("kickstart")
 
 
 def test_script_imports_no_ray_or_torch_at_module_level() -> None:
@@ -34,10 +24,8 @@ def test_script_imports_no_ray_or_torch_at_module_level() -> None:
     assert not any("ray" in line or "torch" in line for line in top_level), top_level
     # And importing it really leaves them unloaded (a fresh interpreter; no Ray started).
     code = (
-        "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('kb', {str(_PATH)!r})\n"
-        "m = importlib.util.module_from_spec(spec); sys.modules['kb'] = m\n"
-        "spec.loader.exec_module(m)\n"
+        f"import sys; sys.path.insert(0, {str(BENCH_DIR)!r})\n"
+        "import kickstart\n"
         "print(sorted(n for n in ('ray', 'torch', 'rllib_privacy') if n in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -189,24 +177,24 @@ def test_parts_are_rendered_and_replaced_between_markers(bench, tmp_path: Path) 
     task = _task_result(bench, plot=tmp_path / "kickstart_cartpole.png")
     parts = bench.render_parts([task], overhead, args, _MACHINE, "day one")
     assert set(parts) == {"cartpole", "overhead"}
-    bench.update_results_md(path, parts)
+    bench.RESULTS.write(path, parts)
     text = path.read_text()
-    assert text.index("other benchmark") < text.index(bench.SECTION_START)  # appended at the end
+    assert text.index("other benchmark") < text.index(bench.RESULTS.start)  # appended at the end
     assert "day one" in text and "python benchmarks/kickstart.py" in text
     assert "(kickstart_cartpole.png)" in text  # linked relative to RESULTS.md
     assert "1.050×" in text and "**met**" in text  # medians 2.1 / 2.0
     # A later run of the overhead part only replaces that part and keeps the task's.
-    bench.update_results_md(path, bench.render_parts([], overhead, args, _MACHINE, "day two"))
+    bench.RESULTS.write(path, bench.render_parts([], overhead, args, _MACHINE, "day two"))
     text = path.read_text()
     assert text.count("day one") == 1 and text.count("day two") == 1
     assert text.index("kickstart:cartpole:start") < text.index("kickstart:overhead:start")
     # A part for a task earlier in the order is put back before the overhead part.
-    bench.update_results_md(path, {"acrobot": "acrobot part"})
+    bench.RESULTS.write(path, {"acrobot": "acrobot part"})
     text = path.read_text()
     assert text.index("kickstart:acrobot:start") < text.index("kickstart:overhead:start")
-    assert text.count(bench.SECTION_START) == 1 and text.count(bench.SECTION_END) == 1
-    assert text.count(bench.SECTION_TITLE) == 1 and "other benchmark" in text
-    assert text.endswith(bench.SECTION_END + "\n")
+    assert text.count(bench.RESULTS.start) == 1 and text.count(bench.RESULTS.end) == 1
+    assert text.count(bench.RESULTS.title) == 1 and "other benchmark" in text
+    assert text.endswith(bench.RESULTS.end + "\n")
 
 
 def test_overhead_ratio_and_target(bench) -> None:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import BENCH_DIR, benchmark_fixture
 
 INF = math.inf
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "pgc_a3c.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("pgc_a3c_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+_PATH = BENCH_DIR / "pgc_a3c.py"
+bench = benchmark_fixture("pgc_a3c")
 
 
 @pytest.fixture(autouse=True)
@@ -331,7 +321,7 @@ def _doc(bench, records, *, cap=1000, trials=3, command="cmd"):
         },
     )
     doc["trials"] = [r.to_json() for r in records]
-    return bench._jsonable(doc)
+    return bench.jsonable(doc)
 
 
 def test_document_json_round_trip_keeps_inf_and_missing(bench, tmp_path) -> None:
@@ -375,7 +365,7 @@ def test_merge_documents_joins_runs_and_checks_caps_and_configs(bench) -> None:
     }
     with pytest.raises(bench.BenchmarkError, match="different caps"):
         bench.merge_documents([a, _doc(bench, [], cap=2000)])
-    c = bench._jsonable(dict(a))
+    c = bench.jsonable(dict(a))
     c["arms"] = {"privunitg_tuned": {**a["arms"]["privunitg_tuned"], "config": {"lr": 9}}}
     with pytest.raises(bench.BenchmarkError, match="different config"):
         bench.merge_documents([a, c])
@@ -436,7 +426,7 @@ def test_fleet_ratio_and_speed_table(bench) -> None:
     assert bench.fleet_ratios(speeds) == {1: pytest.approx(12.0)}
     table = bench.speed_table(speeds)
     assert "| 12.0× |" in table and "| 60.0× |" in table
-    back = bench.SpeedResult.from_json(bench._jsonable(speeds[0].to_json()))
+    back = bench.SpeedResult.from_json(bench.jsonable(speeds[0].to_json()))
     assert back == speeds[0]
 
 
@@ -499,12 +489,13 @@ def test_missing_arm_config_is_a_clear_error_before_ray(bench, tmp_path, capsys)
 def test_results_md_sections_are_replaced_in_place(bench, tmp_path) -> None:
     path = tmp_path / "RESULTS.md"
     path.write_text("# Benchmark results\n\n## other benchmark\n\nkeep me\n")
-    bench.update_results_md(path, {"tuned": "first tuned", "speed": "first speed"})
-    bench.update_results_md(path, {"tuned": "second tuned"})
+    bench.RESULTS.write(path, {"tuned": "first tuned", "speed": "first speed"})
+    bench.RESULTS.write(path, {"tuned": "second tuned"})
     text = path.read_text()
     assert "keep me" in text and "first speed" in text and "second tuned" in text
     assert "first tuned" not in text
-    assert text.count(bench.SECTION_START) == 1 and text.count("pgc_a3c:tuned:start") == 1
+    assert text.count(bench.RESULTS.start) == 1 and text.count("pgc_a3c:tuned:start") == 1
+    assert text.count(bench.RESULTS.title) == 1
 
 
 def test_reference_runner_matches_the_fast_runners_gradient() -> None:
