@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
-import itertools
 import logging
 import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from rllib_privacy import experiments as exps
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.utils import metrics as metric_keys
-from rllib_privacy.utils.progress import progress_callback
+
+if TYPE_CHECKING:
+    from rllib_privacy import experiments as exps
+
+# Only the standard library and this package's constant modules are imported at the top:
+# `rllib --help` and `rllib-privacy --help` must answer without importing Ray, torch or
+# gymnasium (seconds). Each command imports what it needs when it runs.
 
 logger = logging.getLogger("rllib_privacy")
 
@@ -53,6 +54,17 @@ HEADLINE_METRICS = (
     metric_keys.PRIVACY_EPSILON_SHUFFLED,
     metric_keys.LDP_SOLVED_AT,
     metric_keys.LDP_EVAL_RETURN_MEAN,
+    metric_keys.KICKSTART_TEACHER_STOPPED_AT,
+    metric_keys.PATE_QUERIES,
+    metric_keys.PATE_EPSILON,
+    # Instance-wise Laplace (ILMMetricsCallback): KL against uniform Laplace and pDP.
+    metric_keys.ILM_KL_RATIO,
+    metric_keys.ILM_PDP_VIOLATIONS,
+    metric_keys.ILM_PDP_PASS_RATE,
+    # Count-based exploration: the return without bonus is the performance.
+    metric_keys.EXPLORATION_EXTRINSIC_RETURN_MEAN,
+    metric_keys.EXPLORATION_UNIQUE_CODES,
+    metric_keys.EXPLORATION_BONUS_MEAN,
     "time_total_s",
 )
 
@@ -161,14 +173,24 @@ class _Outcome:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from rllib_privacy import cli_preflight, register
+    from rllib_privacy import experiments as exps
+
     _setup_logging(args.verbose)
+    notices: list[str] = []
     try:
         path = _experiment_file(args)
         scheduler = _scheduler_spec(args.scheduler, args.scheduler_config)
         _check_ray_arguments(args)
+        register()  # Before the file is read: `run:` and `env:` name our algorithms and envs.
+        raw, override_config = cli_preflight.resolve_teacher_paths(
+            exps.load_experiment_file(path),
+            storage_override=args.storage_path,
+            override_config=_json_option(args.config, "--config"),
+        )
         overrides = exps.Overrides(
             stop=_json_option(args.stop, "--stop"),
-            config=_json_option(args.config, "--config"),
+            config=override_config,
             storage_path=args.storage_path,
             num_samples=args.num_samples,
         )
@@ -176,17 +198,48 @@ def _train(args: argparse.Namespace) -> int:
         # gpu_config, and decide once the cluster is up.
         known = args.dry_run or args.ray_num_gpus is not None
         has_gpus = _expected_gpus(args) if known else None
-        experiment_file = exps.load_experiments(path, overrides=overrides, has_gpus=has_gpus)
-        _check_resume_overrides(args, experiment_file)
+        experiment_file = exps.normalize_experiments(
+            raw, path=path, overrides=overrides, has_gpus=has_gpus
+        )
+        notices += _preflight(args, experiment_file, scheduler)
     except PrivacyConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    for notice in dict.fromkeys(experiment_file.notices):
+    for notice in dict.fromkeys([*experiment_file.notices, *notices]):
         print(f"notice: {notice}", file=sys.stderr)
     if args.dry_run:
         _print_dry_run(experiment_file, has_gpus, args.ray_address)
         return EXIT_OK
     return _run(experiment_file, args, scheduler)
+
+
+def _preflight(
+    args: argparse.Namespace, experiment_file: exps.ExperimentFile, scheduler: _SchedulerSpec | None
+) -> list[str]:
+    """The checks of :mod:`rllib_privacy.cli_preflight` that need validated experiments."""
+    from rllib_privacy import cli_preflight
+    from rllib_privacy import experiments as exps
+
+    notices = []
+    _check_resume_overrides(args, experiment_file)
+    if scheduler is not None:
+        with exps.quiet_rllib():
+            classes = [exps.resolve_algorithm(exp.run) for exp in experiment_file.experiments]
+        try:
+            notices += cli_preflight.check_scheduler_metric(scheduler.kwargs, classes)
+        except PrivacyConfigError as e:
+            raise PrivacyConfigError(f"{experiment_file.path}: {e}") from None
+    if args.dry_run:
+        return notices  # Teachers may be trained later; nothing is resumed.
+    try:
+        cli_preflight.check_pate_teachers(experiment_file.experiments)
+    except PrivacyConfigError as e:
+        raise PrivacyConfigError(f"{experiment_file.path}: {e}") from None
+    if args.resume:
+        from ray import tune
+
+        notices += cli_preflight.check_resume(experiment_file.experiments, tune.Tuner.can_restore)
+    return notices
 
 
 def _check_resume_overrides(args: argparse.Namespace, experiment_file: Any) -> None:
@@ -237,13 +290,20 @@ def _experiment_file(args: argparse.Namespace) -> str:
 
 
 def _json_option(text: str | None, option: str) -> dict[str, Any] | None:
+    from rllib_privacy import experiments as exps
+
     return None if text is None else exps.parse_json_mapping(text, option)
 
 
 def _scheduler_spec(name: str | None, config_json: str | None) -> _SchedulerSpec | None:
     """Check the scheduler name and its keyword arguments before Ray starts."""
+    import inspect
+
     from ray._common.utils import get_function_args
     from ray.tune.schedulers import SCHEDULER_IMPORT
+
+    from rllib_privacy import cli_preflight
+    from rllib_privacy import experiments as exps
 
     kwargs = _json_option(config_json, "--scheduler-config") or {}
     if name is None:
@@ -273,6 +333,8 @@ def _scheduler_spec(name: str | None, config_json: str | None) -> _SchedulerSpec
             f"--scheduler-config: {scheduler_cls.__name__} needs {' and '.join(missing)}, "
             'e.g. {"metric": "env_runners/episode_return_mean", "mode": "max"}'
         )
+    # Before Tune's own constructor check, whose message names no allowed value.
+    cli_preflight.check_scheduler_metric({"mode": kwargs.get("mode")}, [])
     metric = kwargs.get("metric")
     if isinstance(metric, str) and exps.translate_metric_key(metric) != metric:
         kwargs["metric"] = exps.translate_metric_key(metric)
@@ -320,6 +382,8 @@ def _expected_gpus(args: argparse.Namespace) -> bool | None:
 def _print_dry_run(
     experiment_file: exps.ExperimentFile, expected_gpus: bool | None, address: str | None
 ) -> None:
+    import yaml
+
     has_gpus = bool(expected_gpus)
     specs = {exp.name: exp.to_spec(has_gpus) for exp in experiment_file.experiments}
     print(f"# {experiment_file.path}: validated, normalized experiments (nothing was run)")
@@ -350,6 +414,8 @@ def _run(
     scheduler: _SchedulerSpec | None,
 ) -> int:
     import ray
+
+    from rllib_privacy import experiments as exps
 
     exps.register_class_path_envs(experiment_file.experiments)
     try:
@@ -386,9 +452,12 @@ def _run(
 def _unschedulable(exp: exps.Experiment, has_gpus: bool, cluster: dict[str, float]) -> str:
     """Why a trial of ``exp`` can never start on ``cluster`` ("" if every one can)."""
     import copy
+    import itertools
 
     from ray.tune.registry import get_trainable_cls
     from ray.tune.search.variant_generator import generate_variants
+
+    from rllib_privacy import experiments as exps
 
     algo_cls = get_trainable_cls(exp.run)
     variants = generate_variants(copy.deepcopy(exp.config_for(has_gpus)))
@@ -413,16 +482,15 @@ def _run_experiment(
 ) -> _Outcome:
     from ray import tune
 
+    from rllib_privacy.utils.progress import progress_callback
+
+    # With --resume, an experiment with nothing saved was reported before Ray started.
     if args.resume and tune.Tuner.can_restore(exp.path):
         logger.info("resuming experiment %r from %s", exp.name, exp.path)
         tuner = tune.Tuner.restore(
             exp.path, trainable=exp.run, resume_unfinished=True, resume_errored=True
         )
     else:
-        if args.resume:
-            print(
-                f"notice: nothing to resume at {exp.path}; starting {exp.name!r}", file=sys.stderr
-            )
         tuner = tune.Tuner(
             exp.run,
             param_space=exp.config_for(has_gpus),
@@ -588,25 +656,53 @@ class Tool:
 
 def _list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--all", action="store_true", help="also list RLlib's own algorithms and Tune envs"
+        "--all",
+        action="store_true",
+        help="also list the Atari RAM ids this package adds, RLlib's own algorithms and "
+        "other Tune envs (after this package's own)",
     )
 
 
 def _list_run(args: argparse.Namespace) -> int:
     from ray.tune.registry import get_trainable_cls
 
-    exps.ensure_package_registered()
+    from rllib_privacy import experiments as exps
+    from rllib_privacy import register
+
+    register()
     with exps.quiet_rllib():
-        algorithms = [
-            name
-            for name in exps.registered_algorithms()
-            if args.all or _is_ours(get_trainable_cls(name))
-        ]
-    print("algorithms (`run:` in experiment files):")
-    print("".join(f"  {name}\n" for name in algorithms) or "  (none)\n", end="")
-    print("envs (`env:` in experiment files):")
-    print("".join(f"  {name}\n" for name in _package_envs(args.all)) or "  (none)\n", end="")
+        algorithms = exps.registered_algorithms()
+        ours = [name for name in algorithms if _is_ours(get_trainable_cls(name))]
+        descriptions = {name: _first_line(get_trainable_cls(name)) for name in ours}
+    others = [name for name in algorithms if name not in ours]
+    own_envs, atari_envs, other_envs = _package_envs()
+    width = max(map(len, ours), default=0)
+    print("algorithms of rllib_privacy (`run:` in experiment files):")
+    for name in ours:
+        print(f"  {name.ljust(width)}  {descriptions[name]}".rstrip())
+    print("envs of rllib_privacy (`env:` in experiment files):")
+    for name in own_envs:
+        print(f"  {name}")
+    if args.all:
+        print(f"Atari RAM envs added by rllib_privacy ({len(atari_envs)}):")
+        print("".join(f"  {name}\n" for name in atari_envs) or "  (none: ale-py missing)\n", end="")
+        print(f"RLlib's own algorithms ({len(others)}):")
+        print("".join(f"  {name}\n" for name in others), end="")
+        print(f"other Tune envs ({len(other_envs)}):")
+        print("".join(f"  {name}\n" for name in other_envs) or "  (none)\n", end="")
+        return EXIT_OK
+    hidden = [f"{len(atari_envs)} Atari RAM envs (ALE/<Game>-ram-v5)"] if atari_envs else []
+    hidden.append(f"{len(others)} RLlib algorithms")
+    if other_envs:
+        hidden.append(f"{len(other_envs)} other Tune envs")
+    print(f"not shown: {', '.join(hidden)}; `rllib-privacy list --all` lists them")
     return EXIT_OK
+
+
+def _first_line(obj: Any) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    line = doc.splitlines()[0] if doc else ""
+    return line.replace(" (see module docstring)", "").rstrip(".")
 
 
 #: Largest --max-order of pate-epsilon (as PATEPPO's pate_max_order).
@@ -687,23 +783,33 @@ def _pate_epsilon_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _package_envs(include_all: bool) -> list[str]:
+def _package_envs() -> tuple[list[str], list[str], list[str]]:
+    """(this package's own env ids, the Atari RAM ids it adds, other Tune envs)."""
     import gymnasium as gym
     from ray.tune.registry import ENV_CREATOR, _global_registry
 
-    names = [
-        name
-        for name in exps.registered_envs()
-        if include_all or _is_ours(_global_registry.get(ENV_CREATOR, name))
-    ]
-    names += [
+    from rllib_privacy import experiments as exps
+
+    tune_envs = exps.registered_envs()
+    ours = {name for name in tune_envs if _is_ours(_global_registry.get(ENV_CREATOR, name))}
+    ours |= {
         env_id
         for env_id, spec in gym.registry.items()
         if str(getattr(spec.entry_point, "__module__", spec.entry_point)).startswith(
             "rllib_privacy"
         )
-    ]
-    return sorted(set(names))
+    }
+    atari = {name for name in ours if _is_ale_ram(name)}
+    own = sorted(ours - atari)
+    return own, sorted(atari), sorted(set(tune_envs) - ours)
+
+
+def _is_ale_ram(env_id: str) -> bool:
+    import gymnasium as gym
+
+    spec = gym.registry.get(env_id)
+    entry = str(getattr(spec, "entry_point", ""))
+    return env_id.startswith("ALE/") and entry.startswith("rllib_privacy.envs.atari_ram")
 
 
 def _is_ours(obj: Any) -> bool:

@@ -2,7 +2,7 @@
 
 Restores the RLModule of a checkpoint written by ``rllib train -f tuned_configs/ilm_dqn.yaml``
 (``RLModule.from_checkpoint``; no Algorithm, no Ray cluster), assigns a scale to every
-instance of the given data greedily (dataset order), and reports:
+instance of the data greedily (dataset order), and reports:
 
 - every instance's exact pDP loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`)
   against ε, and the number of violations;
@@ -12,7 +12,9 @@ instance of the given data greedily (dataset order), and reports:
 - the chosen-scale histogram,
 
 as a table on stdout, ``ilm_evaluation.json`` and ``ilm_evaluation.png`` in the output
-directory. Exit codes: 0 every instance within ε, 1 some instance over ε, 2 bad input.
+directory. The data is a CSV file (``--data``), else a bundled dataset (``--dataset``,
+default: the diabetes ages that ``tuned_configs/ilm_dqn.yaml`` trains on). Exit codes: 0
+every instance within ε, 1 some instance over ε, 2 bad input.
 """
 
 from __future__ import annotations
@@ -22,14 +24,23 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rllib_privacy.accounting.pdp import instance_privacy_losses
-from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, InstanceWiseLaplaceEnv
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
+
+if TYPE_CHECKING:
+    from rllib_privacy.envs.instance_laplace import InstanceWiseLaplaceEnv
+
+# The env (gymnasium) and the pDP accountant (scipy) are imported where they are used, so
+# that `rllib-privacy --help` builds this command's arguments without them.
+
+#: Bundled dataset used when neither --data nor --dataset is given (as in ilm_dqn.yaml).
+DEFAULT_DATASET = "diabetes"
+
+#: The bundled datasets (name -> default column); see the env's ``BUNDLED_DATASETS``.
+BUNDLED_DATASET_NAMES = ("diabetes", "linnerud")
 
 #: Where an Algorithm checkpoint keeps the default module (new API stack layout).
 MODULE_SUBDIRS = (
@@ -167,31 +178,45 @@ def greedy_scales(module: Any, env: InstanceWiseLaplaceEnv) -> np.ndarray:
 def evaluate(
     module: Any,
     *,
-    data: str,
+    data: str | None = None,
     epsilon: float,
+    dataset: str = DEFAULT_DATASET,
     column: str | None = None,
     bins: int | None = None,
     pe_dim: int = 16,
-    actions: tuple[Any, ...] = PAPER_ACTIONS,
+    actions: tuple[Any, ...] | None = None,
 ) -> ILMEvaluation:
-    """Evaluate a restored module on a CSV dataset (see the module docstring).
+    """Evaluate a restored module on a CSV dataset or a bundled one (see the module docstring).
+
+    Args:
+        module: The restored RLModule.
+        data: A CSV file with a header row; None uses the bundled ``dataset``.
+        epsilon: Target ε of every instance.
+        dataset: Bundled dataset name, used when ``data`` is None.
+        column: Column of the data (None: the only column, or the dataset's default).
+        bins: Shared bins (None: from the module's observation size).
+        pe_dim: Positional encoding length.
+        actions: The action set (None: the paper's five scales).
 
     Raises:
         PrivacyConfigError: Bad data/arguments, or a module whose observation or action
             space does not fit the environment built from them.
 
     """
+    from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, InstanceWiseLaplaceEnv
+
     obs_dim = int(np.prod(module.observation_space.shape))
     if bins is None:
         bins = obs_dim - pe_dim
     env = InstanceWiseLaplaceEnv(
         {
             "data_path": data,
+            "dataset": dataset,
             "column": column,
             "epsilon": epsilon,
             "bins": bins,
             "pe_dim": pe_dim,
-            "actions": list(actions),
+            "actions": list(PAPER_ACTIONS if actions is None else actions),
             "shuffle": False,
         }
     )
@@ -212,6 +237,9 @@ def evaluate(
 
 def assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
     """Check a scale set on the env's data: pDP, KLs, best single scale, histogram."""
+    from rllib_privacy.accounting.pdp import instance_privacy_losses
+    from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
+
     losses = instance_privacy_losses(env.values, scales)
     policy_pmf = privatized_pmf(env.values, scales, env.edges)
     laplace_pmf = privatized_pmf(env.values, env.uniform_scale, env.edges)
@@ -310,9 +338,24 @@ def plot(result: ILMEvaluation, path: str | os.PathLike[str]) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``rllib-privacy ilm-evaluate``."""
     parser.add_argument("--checkpoint", required=True, metavar="PATH", help="Algorithm checkpoint")
-    parser.add_argument("--data", required=True, metavar="CSV", help="CSV file with a header row")
+    data = parser.add_mutually_exclusive_group()
+    data.add_argument(
+        "--data", metavar="CSV", help="CSV file with a header row (default: --dataset)"
+    )
+    data.add_argument(
+        "--dataset",
+        choices=BUNDLED_DATASET_NAMES,
+        default=DEFAULT_DATASET,
+        help=f"bundled dataset used without --data (default: {DEFAULT_DATASET}, the one "
+        "tuned_configs/ilm_dqn.yaml trains on)",
+    )
     parser.add_argument("--epsilon", required=True, type=float, help="target ε of every instance")
-    parser.add_argument("--column", metavar="NAME", help="CSV column (needed if several)")
+    parser.add_argument(
+        "--column",
+        metavar="NAME",
+        help="column of the data (needed for a CSV with several; default for --dataset: "
+        "diabetes 'age', linnerud 'Weight')",
+    )
     parser.add_argument(
         "--bins", type=int, metavar="N", help="shared bins (default: from the checkpoint)"
     )
@@ -331,12 +374,13 @@ def run(args: argparse.Namespace) -> int:
     """Run ``rllib-privacy ilm-evaluate`` (exit 0 pass, 1 pDP violated, 2 bad input)."""
     if not (np.isfinite(args.epsilon) and args.epsilon > 0):
         raise PrivacyConfigError(f"--epsilon must be a finite number > 0, got {args.epsilon}")
-    if not os.path.isfile(args.data):
+    if args.data is not None and not os.path.isfile(args.data):
         raise PrivacyConfigError(f"--data: {args.data!r} is not a file")
     module = load_module(args.checkpoint)
     result = evaluate(
         module,
         data=args.data,
+        dataset=args.dataset,
         epsilon=args.epsilon,
         column=args.column,
         bins=args.bins,
