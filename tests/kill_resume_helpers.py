@@ -13,9 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from test_cli_run import _rllib
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    # Defined here, not imported from tests/e2e: tests/plugins must import this module alone.
+    return subprocess.run(
+        [sys.executable, "-m", "rllib_privacy.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _train_args(experiment: Path, storage: Path) -> list[str]:

@@ -15,24 +15,41 @@ One process writes a journal file at a time (the Algorithm that owns it).
 Conventions shared by the components that use it: one file per component,
 ``<journal dir>/<component>.jsonl`` (:func:`journal_file`), with the journal dir
 ``<Algorithm.logdir>/privacy_journal`` by default (:func:`default_journal_dir`).
+
+:class:`ReplayJournal` is the one replay layer every journaled component uses (kickstart
+teacher, PATE labeler, PGC-A3C's aggregator): a header carrying the ledger's id
+(:attr:`rllib_privacy.accounting.ledger.Ledger.ledger_id`), checkpoint markers, and
+:meth:`ReplayJournal.after_restore`, which finds a checkpoint's journal by that id when the
+checkpoint is restored into another folder, or raises :class:`JournalNotFoundError`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pathlib
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "ACCEPT_JOURNAL_LOSS_ENV",
     "JOURNAL_DIR_NAME",
+    "SNAPSHOT",
+    "JournalNotFoundError",
     "PrivacyJournal",
     "PrivacyJournalError",
+    "ReplayJournal",
     "default_journal_dir",
     "journal_file",
+    "journal_ledger_id",
+    "read_records",
+    "record_kind",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Name of the journal folder inside a run's log dir.
 JOURNAL_DIR_NAME = "privacy_journal"
@@ -87,6 +104,65 @@ def _fsync_dir(directory: pathlib.Path) -> None:
         os.close(fd)
 
 
+def _parse(data: bytes, path: pathlib.Path, component: str) -> tuple[list[dict[str, Any]], int]:
+    """The records of a journal file's bytes, and how many bytes hold complete records."""
+    lines = data.split(b"\n")
+    # split() leaves the text after the last newline as the final element: b"" when the
+    # file ends cleanly, otherwise a torn append.
+    complete, tail = lines[:-1], lines[-1]
+    records: list[dict[str, Any]] = []
+    keep_bytes = len(data) - len(tail)
+    for number, raw in enumerate(complete, start=1):
+        try:
+            record = json.loads(raw)
+        except ValueError as error:
+            if number == len(complete) and not tail:
+                # The last line is garbage (e.g. zero-filled after a power loss): torn.
+                keep_bytes -= len(raw) + 1
+                break
+            raise PrivacyJournalError(
+                f"privacy journal {str(path)!r} line {number} is not valid JSON "
+                f"({error}); refusing to guess the spent budget"
+            ) from None
+        _check_record(record, path, component, number, expected_seq=len(records))
+        records.append(record)
+    return records, keep_bytes
+
+
+def _check_record(
+    record: Any, path: pathlib.Path, component: str, number: int, *, expected_seq: int
+) -> None:
+    where = f"privacy journal {str(path)!r} line {number}"
+    if not isinstance(record, dict) or not RESERVED_KEYS <= set(record):
+        raise PrivacyJournalError(
+            f"{where} is not a journal record (needs keys {sorted(RESERVED_KEYS)})"
+        )
+    if record["component"] != component:
+        raise PrivacyJournalError(
+            f"{where} was written by component {record['component']!r}, "
+            f"not {component!r}: use a separate journal file per component"
+        )
+    if record["seq"] != expected_seq:
+        raise PrivacyJournalError(
+            f"{where} has seq {record['seq']!r}, expected {expected_seq}: records are "
+            "missing or out of order"
+        )
+
+
+def read_records(path: str | os.PathLike[str], *, component: str) -> list[dict[str, Any]]:
+    """Read a journal file without opening it for writing (another run may still write it).
+
+    A torn last line is ignored, not repaired.
+
+    Raises:
+        OSError: If the file cannot be read.
+        PrivacyJournalError: If it is corrupt or belongs to another component.
+
+    """
+    path = pathlib.Path(path)
+    return _parse(path.read_bytes(), path, _check_component(component))[0]
+
+
 class PrivacyJournal:
     """Append-only JSON-lines write-ahead log of privacy releases, fsync'd per append.
 
@@ -129,49 +205,13 @@ class PrivacyJournal:
 
     def _read_and_repair(self, *, repair: bool = True) -> list[dict[str, Any]]:
         data = self._path.read_bytes()
-        lines = data.split(b"\n")
-        # split() leaves the text after the last newline as the final element: b"" when the
-        # file ends cleanly, otherwise a torn append.
-        complete, tail = lines[:-1], lines[-1]
-        records: list[dict[str, Any]] = []
-        keep_bytes = len(data) - len(tail)
-        for number, raw in enumerate(complete, start=1):
-            try:
-                record = json.loads(raw)
-            except ValueError as error:
-                if number == len(complete) and not tail:
-                    # The last line is garbage (e.g. zero-filled after a power loss): torn.
-                    keep_bytes -= len(raw) + 1
-                    break
-                raise PrivacyJournalError(
-                    f"privacy journal {str(self._path)!r} line {number} is not valid JSON "
-                    f"({error}); refusing to guess the spent budget"
-                ) from None
-            self._check_record(record, number, expected_seq=len(records))
-            records.append(record)
+        records, keep_bytes = _parse(data, self._path, self._component)
         if repair and keep_bytes != len(data):
             with open(self._path, "r+b") as handle:
                 handle.truncate(keep_bytes)
                 handle.flush()
                 os.fsync(handle.fileno())
         return records
-
-    def _check_record(self, record: Any, number: int, *, expected_seq: int) -> None:
-        where = f"privacy journal {str(self._path)!r} line {number}"
-        if not isinstance(record, dict) or not RESERVED_KEYS <= set(record):
-            raise PrivacyJournalError(
-                f"{where} is not a journal record (needs keys {sorted(RESERVED_KEYS)})"
-            )
-        if record["component"] != self._component:
-            raise PrivacyJournalError(
-                f"{where} was written by component {record['component']!r}, "
-                f"not {self._component!r}: use a separate journal file per component"
-            )
-        if record["seq"] != expected_seq:
-            raise PrivacyJournalError(
-                f"{where} has seq {record['seq']!r}, expected {expected_seq}: records are "
-                "missing or out of order"
-            )
 
     # ------------------------------------------------------------------ queries
 
@@ -286,4 +326,307 @@ class PrivacyJournal:
         return (
             f"PrivacyJournal({str(self._path)!r}, component={self._component!r}, "
             f"records={self._count})"
+        )
+
+
+# ---------------------------------------------------------------------- replay journal
+
+#: Record kind that replaces a component's totals by the state it holds.
+SNAPSHOT = "snapshot"
+#: Record kind of the first record: ``{"kind": "header", "ledger_id": ...}``.
+HEADER = "header"
+#: Environment variable naming ledger ids (comma-separated) whose missing journal a restore
+#: may do without; the releases made after that checkpoint are then not counted.
+ACCEPT_JOURNAL_LOSS_ENV = "RLLIB_PRIVACY_ACCEPT_JOURNAL_LOSS"
+
+
+class JournalNotFoundError(PrivacyJournalError):
+    """A checkpoint's journal is missing, so restoring it could forget spent budget."""
+
+
+def record_kind(record: Mapping[str, Any]) -> Any:
+    """The kind of a replay-journal record (``"type"`` in LDPA3C journals written before 0.3)."""
+    return record.get("kind", record.get("type"))
+
+
+def _header_ledger_id(record: Mapping[str, Any]) -> str | None:
+    """The ledger id a first record names, or None if it is not a header."""
+    # LDPA3C journals written before the one journal began with {"type": "start", ...}.
+    if record_kind(record) not in (HEADER, "start"):
+        return None
+    ledger_id = record.get("ledger_id", record.get("journal_id"))
+    return ledger_id if isinstance(ledger_id, str) and ledger_id else None
+
+
+def journal_ledger_id(path: str | os.PathLike[str], *, component: str) -> str | None:
+    """The ledger id in the header of the journal file ``path``, or None.
+
+    None when the file is missing, unreadable, empty, of another component, or has no
+    header: the caller is looking for one journal among several files.
+    """
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline()
+        record = json.loads(first)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("component") != component:
+        return None
+    return _header_ledger_id(record)
+
+
+def _normalize_marker(marker: Any) -> dict[str, Any] | None:
+    """A checkpoint's journal marker in today's form, or None if it names no journal."""
+    if not isinstance(marker, Mapping):
+        return None
+    ledger_id = marker.get("ledger_id", marker.get("journal_id", marker.get("id")))
+    seq = marker.get("journal_seq", marker.get("seq"))
+    if not isinstance(ledger_id, str) or not ledger_id:
+        return None
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        raise PrivacyJournalError(
+            f"the checkpoint's privacy-journal marker has no valid seq: {dict(marker)!r}"
+        )
+    path = marker.get("journal_path")
+    return {"ledger_id": ledger_id, "journal_seq": seq, "journal_path": path}
+
+
+class ReplayJournal:
+    """A component's :class:`PrivacyJournal`, tied to its ledger's identity, with restore logic.
+
+    Used by every journaled component (kickstart teacher, PATE labeler, PGC-A3C's
+    aggregator). On top of the journal it adds:
+
+    * a header record carrying the ledger's id (:attr:`ledger_id`): a checkpoint's
+      :meth:`marker` (ledger id, last seq, file path) names the journal its state reflects;
+    * :meth:`records_to_replay`, every record after the header, for a component that
+      (re)starts without a checkpoint in a folder whose journal already has records (Tune's
+      ``--resume`` of a trial that crashed before its first checkpoint);
+    * :meth:`after_restore`, which brings a component just restored from a checkpoint up to
+      date: the records the checkpoint's journal holds after its marker are replayed,
+      whether that journal is this one (same folder) or another one found by the ledger id
+      (a restore into a new folder). A checkpoint from another journal is then written here
+      as a ``"snapshot"`` record, so that this journal alone reproduces the totals.
+
+    Record kinds are the component's own (``"release"``, ``"queries"``, ``"submission"``)
+    plus ``"snapshot"`` (``{"kind": "snapshot", "state": ...}``: replay resets the totals to
+    ``state``).
+
+    Args:
+        path: The journal file (created with its folders if missing).
+        component: The component name written in every record.
+        ledger: The ledger the journal belongs to, or None. A new journal's header takes
+            its :attr:`~rllib_privacy.accounting.ledger.Ledger.ledger_id`; reopening an
+            existing journal gives the ledger the journal's id instead.
+
+    Raises:
+        PrivacyJournalError: If the file is corrupt, belongs to another component, or does
+            not start with a header record.
+
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, component: str, ledger: Any = None) -> None:
+        self._journal = PrivacyJournal(path, component=component)
+        if self._journal.last_seq < 0:
+            ledger_id = uuid.uuid4().hex if ledger is None else ledger.ledger_id
+            self._journal.append({"kind": HEADER, "journal_id": ledger_id, "ledger_id": ledger_id})
+        ledger_id = _header_ledger_id(self._journal.records(after_seq=-1)[0])
+        if ledger_id is None:
+            raise PrivacyJournalError(
+                f"privacy journal {str(self._journal.path)!r} does not start with a header "
+                "record: it was not written by this component's journaling"
+            )
+        self._id = ledger_id
+        if ledger is not None:
+            ledger.adopt_ledger_id(ledger_id)
+
+    @property
+    def path(self) -> pathlib.Path:
+        """The journal file."""
+        return self._journal.path
+
+    @property
+    def component(self) -> str:
+        """The component that writes the journal."""
+        return self._journal.component
+
+    @property
+    def ledger_id(self) -> str:
+        """The id of the ledger this journal belongs to (from the header)."""
+        return self._id
+
+    @property
+    def journal_id(self) -> str:
+        """Same as :attr:`ledger_id` (the name used before ledgers had an identity)."""
+        return self._id
+
+    @property
+    def last_seq(self) -> int:
+        """Seq of the newest record (0 is the header)."""
+        return self._journal.last_seq
+
+    def __len__(self) -> int:
+        return len(self._journal)
+
+    def append(self, kind: str, **fields: Any) -> int:
+        """Durably append ``{"kind": kind, **fields}`` (fsync'd) and return its seq."""
+        return self._journal.append({"kind": kind, **fields})
+
+    def extend(self, kind: str, records: Iterable[Mapping[str, Any]]) -> int:
+        """Durably append ``{"kind": kind, **record}`` for each record with ONE fsync."""
+        return self._journal.extend({"kind": kind, **record} for record in records)
+
+    def append_snapshot(self, state: Mapping[str, Any], **fields: Any) -> int:
+        """Append a ``"snapshot"`` record: replay resets the component to ``state``."""
+        return self.append(SNAPSHOT, state=dict(state), **fields)
+
+    def marker(self) -> dict[str, Any]:
+        """What a checkpoint stores to know which journal, up to which record, it reflects."""
+        return {
+            "journal_id": self._id,
+            "ledger_id": self._id,
+            "journal_seq": self._journal.last_seq,
+            "journal_path": str(self._journal.path),
+        }
+
+    def records(self, *, after_seq: int = -1) -> list[dict[str, Any]]:
+        """The records with ``seq > after_seq``, oldest first (the header is seq 0)."""
+        return self._journal.records(after_seq=after_seq)
+
+    def records_to_replay(self) -> list[dict[str, Any]]:
+        """Every record after the header, oldest first (a restart without a checkpoint)."""
+        return self._journal.records(after_seq=0)
+
+    def tail_after(self, marker: Any) -> list[dict[str, Any]] | None:
+        """Records of THIS journal newer than a checkpoint's :meth:`marker`.
+
+        Returns:
+            The records, or None when the marker names another ledger's journal or none.
+
+        Raises:
+            PrivacyJournalError: If the marker names this journal at a seq it never
+                reached (the file lost records since that checkpoint).
+
+        """
+        found = _normalize_marker(marker)
+        if found is None or found["ledger_id"] != self._id:
+            return None
+        seq = found["journal_seq"]
+        if seq > self.last_seq:
+            raise PrivacyJournalError(
+                f"privacy journal {str(self.path)!r} of ledger {self._id} has records up to "
+                f"seq {self.last_seq}, but the checkpoint being restored reflects it up to seq "
+                f"{seq}: the file lost records since, so the spent budget cannot be trusted"
+            )
+        return self._journal.records(after_seq=seq)
+
+    def find_journal(self, marker: Any) -> pathlib.Path | None:
+        """The journal file of the marker's ledger, or None if it cannot be found.
+
+        Looks at the path the marker recorded, then at every ``*.jsonl`` beside this journal
+        (where a user may copy it, e.g. ``<component>.<ledger_id>.jsonl``); a file counts
+        only if its header carries the marker's ledger id.
+        """
+        found = _normalize_marker(marker)
+        if found is None:
+            return None
+        ledger_id = found["ledger_id"]
+        candidates = [pathlib.Path(found["journal_path"])] if found["journal_path"] else []
+        candidates += sorted(self.path.parent.glob("*.jsonl"))
+        for candidate in candidates:
+            if candidate.absolute() == self.path.absolute():
+                continue
+            if journal_ledger_id(candidate, component=self.component) == ledger_id:
+                return candidate
+        return None
+
+    def after_restore(
+        self,
+        marker: Any,
+        *,
+        replay: Callable[[list[dict[str, Any]]], None],
+        snapshot: Callable[[], dict[str, Any]],
+        accept_loss: bool | None = None,
+    ) -> None:
+        """Bring the journal and a component just restored from a checkpoint in line.
+
+        * Marker of this journal: replay its records newer than the checkpoint.
+        * Marker of another ledger's journal: find that journal (:meth:`find_journal`),
+          replay its records newer than the checkpoint, then append a snapshot of the
+          resulting totals here. So a checkpoint restored into a new folder never reports
+          fewer releases than were made.
+        * No marker (a checkpoint from before journals): append a snapshot.
+
+        Args:
+            marker: The restored state's :meth:`marker` (None if it had none).
+            replay: Applies records to the component (oldest first).
+            snapshot: Returns the component's totals (JSON-safe) for a snapshot record.
+            accept_loss: Restore even if the checkpoint's journal is missing (its releases
+                after the checkpoint are then not counted). None reads the environment
+                variable ``RLLIB_PRIVACY_ACCEPT_JOURNAL_LOSS`` (a comma-separated list of
+                ledger ids, or ``*`` for any).
+
+        Raises:
+            JournalNotFoundError: If the checkpoint's journal cannot be found (the message
+                names the ledger id and the paths looked at) and the loss is not accepted.
+
+        """
+        tail = self.tail_after(marker)
+        if tail is not None:
+            replay(tail)
+            return
+        found = _normalize_marker(marker)
+        if found is None:
+            self.append_snapshot(snapshot())
+            return
+        ledger_id, seq = found["ledger_id"], found["journal_seq"]
+        path = self.find_journal(found)
+        if path is not None:
+            foreign = read_records(path, component=self.component)
+            replay(foreign[seq + 1 :])
+            self.append_snapshot(
+                snapshot(),
+                restored_from={
+                    "ledger_id": ledger_id,
+                    "journal_seq": seq,
+                    "journal_path": str(path),
+                    "replayed_records": max(0, len(foreign) - seq - 1),
+                },
+            )
+            return
+        looked = [found["journal_path"]] if found["journal_path"] else []
+        looked.append(str(self.path.parent / "*.jsonl"))
+        if accept_loss is None:
+            accepted = os.environ.get(ACCEPT_JOURNAL_LOSS_ENV, "")
+            accept_loss = any(part.strip() in ("*", ledger_id) for part in accepted.split(","))
+        if not accept_loss:
+            raise JournalNotFoundError(
+                f"{self.component}: the checkpoint being restored belongs to ledger "
+                f"{ledger_id}, whose privacy journal holds the releases made after it (records "
+                f"after seq {seq}), but that journal was not found (looked at "
+                f"{', '.join(looked)} for a header with ledger_id {ledger_id}). Restoring "
+                "without it would under-count the spent budget. Copy that journal file to "
+                f"{self.path.parent / f'{self.component}.{ledger_id}.jsonl'}, or set the "
+                f"environment variable {ACCEPT_JOURNAL_LOSS_ENV}={ledger_id} to restore "
+                "without its releases after the checkpoint"
+            )
+        logger.warning(
+            "%s: restoring a checkpoint of ledger %s WITHOUT its privacy journal (%s set): "
+            "releases made after that checkpoint are not counted",
+            self.component,
+            ledger_id,
+            ACCEPT_JOURNAL_LOSS_ENV,
+        )
+        self.append_snapshot(
+            snapshot(), journal_lost={"ledger_id": ledger_id, "journal_seq": seq, "looked": looked}
+        )
+
+    def close(self) -> None:
+        """Close the file (later appends raise)."""
+        self._journal.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplayJournal({str(self.path)!r}, component={self.component!r}, "
+            f"ledger_id={self._id!r}, records={len(self)})"
         )

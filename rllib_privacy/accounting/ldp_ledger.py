@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from rllib_privacy.accounting._state import check_state_header
+from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
@@ -70,6 +71,15 @@ def _within_budget(total: float, budget: float) -> bool:
     return total <= budget + _BUDGET_RTOL * max(1.0, budget)
 
 
+def _check_release(agent_id: Any, epsilon: Any, mechanism: Any) -> float:
+    if not isinstance(agent_id, str) or not agent_id:
+        raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+    epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
+    if not isinstance(mechanism, str) or not mechanism:
+        raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+    return epsilon
+
+
 def _compose(kinds: list[tuple[str, float]], entry: int | dict[int, int]) -> float:
     """Sequential composition of one agent's releases: Σ count · ε."""
     if isinstance(entry, int):
@@ -77,12 +87,21 @@ def _compose(kinds: list[tuple[str, float]], entry: int | dict[int, int]) -> flo
     return math.fsum(count * kinds[kind][1] for kind, count in entry.items())
 
 
-class LDPLedger:
+class LDPLedger(Ledger):
     """Releases of ε-LDP mechanisms per agent, with a per-agent budget.
+
+    Privacy unit: one agent's data (everything a local agent holds: its environment, its
+    episodes). The ledger's :attr:`spent` is the worst agent's composed ε, with δ = 0
+    (pure ε-LDP); :attr:`budget` is the per-agent budget.
+
+    Per-agent entries are kept (not just counts per (mechanism, ε)): the per-agent budget
+    check and duplicate detection (:meth:`num_releases_of`) need them.
 
     Args:
         epsilon_budget_per_agent: The most ε any one agent may spend (sequential
             composition); ``math.inf`` (default) records without limit.
+        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+            draws a fresh one.
 
     Raises:
         ValueError: If ``epsilon_budget_per_agent`` is not a number > 0.
@@ -96,7 +115,12 @@ class LDPLedger:
 
     """
 
-    def __init__(self, epsilon_budget_per_agent: float = math.inf) -> None:
+    privacy_unit = "one agent's data (a local agent's environment and episodes)"
+
+    def __init__(
+        self, epsilon_budget_per_agent: float = math.inf, *, ledger_id: str | None = None
+    ) -> None:
+        super().__init__(ledger_id=ledger_id)
         self._budget = check_finite_positive(
             "epsilon_budget_per_agent", epsilon_budget_per_agent, allow_inf=True
         )
@@ -159,6 +183,25 @@ class LDPLedger:
         return sum(self._kind_totals)
 
     @property
+    def spent(self) -> tuple[float, float]:
+        """``(max_epsilon_spent, 0.0)``: the worst agent's ε; pure ε-LDP has δ = 0."""
+        return self._max_spent, 0.0
+
+    @property
+    def budget(self) -> tuple[float, float]:
+        """``(epsilon_budget_per_agent, 0.0)``."""
+        return self._budget, 0.0
+
+    @property
+    def releases(self) -> int:
+        """Same as :attr:`num_releases`."""
+        return self.num_releases
+
+    def can_afford(self, agent_id: str, epsilon: float) -> bool:
+        """Same as :meth:`can_release`."""
+        return self.can_release(agent_id, epsilon)
+
+    @property
     def num_agents(self) -> int:
         """Number of agents with at least one release."""
         return len(self._agents)
@@ -191,17 +234,31 @@ class LDPLedger:
                 nothing is recorded then.
 
         """
-        if not isinstance(agent_id, str) or not agent_id:
-            raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
-        epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
-        if not isinstance(mechanism, str) or not mechanism:
-            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+        epsilon = _check_release(agent_id, epsilon, mechanism)
         spent = self.epsilon_spent(agent_id)
         if not _within_budget(spent + epsilon, self._budget):
             raise BudgetExhaustedError(
                 f"agent {agent_id!r} has spent epsilon={spent!r} of its budget "
                 f"{self._budget!r}; a {mechanism!r} release of epsilon={epsilon!r} would exceed it"
             )
+        return self._add(agent_id, epsilon, mechanism)
+
+    def replay(self, agent_id: str, epsilon: float, mechanism: str) -> float:
+        """Re-record a release read back from a privacy journal, even beyond the budget.
+
+        The release may have left the agent before a crash: it counts whatever the budget
+        says now, and afterwards :meth:`can_release` refuses that agent.
+
+        Returns:
+            The agent's composed ε after this release.
+
+        Raises:
+            ValueError: If an argument is invalid.
+
+        """
+        return self._add(agent_id, _check_release(agent_id, epsilon, mechanism), mechanism)
+
+    def _add(self, agent_id: str, epsilon: float, mechanism: str) -> float:
         kind = self._kind_index.get((mechanism, epsilon))
         if kind is None:
             kind = len(self._kinds)
@@ -251,14 +308,14 @@ class LDPLedger:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace this ledger's contents (budget included) with a :meth:`state_dict`.
 
-        The state is fully validated before anything is changed.
+        The state is fully validated before anything is changed. Agents over the budget
+        (replayed from a journal) load as they are. :attr:`ledger_id` is kept.
 
         Args:
             state: A dict produced by :meth:`state_dict` (possibly through JSON).
 
         Raises:
-            ValueError: If ``state`` is not in that format or is inconsistent (e.g. an agent
-                over the budget).
+            ValueError: If ``state`` is not in that format or is inconsistent.
 
         """
         check_state_header(
@@ -314,11 +371,9 @@ class LDPLedger:
             packed: int | dict[int, int] = (
                 next(iter(entry)) if len(entry) == 1 and next(iter(entry.values())) == 1 else entry
             )
+            # An agent over the budget (replayed from a journal) loads as it is: the spend
+            # happened; it can release nothing more.
             spent = _compose(kinds, packed)
-            if not _within_budget(spent, budget):
-                raise ValueError(
-                    f"{where} has spent epsilon={spent!r}, over the state's budget {budget!r}"
-                )
             agents[agent_id] = packed
             max_spent = max(max_spent, spent)
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.mechanisms.noisy_max import validate_votes
@@ -368,8 +369,11 @@ def _histogram_key(row: np.ndarray) -> tuple[float | int, ...]:
     return tuple(int(v) if float(v).is_integer() else float(v) for v in row)
 
 
-class PATELedger:
+class PATELedger(Ledger):
     """Budgeted record of answered PATE queries; ε recomputed from the recorded votes.
+
+    Privacy unit: one record of one teacher's partition (the teachers' training sets are
+    disjoint, so changing one record changes at most one teacher's vote by one).
 
     Every answered query is recorded with its vote histogram (identical histograms are
     stored once with a count, so a run with few teachers and actions stays small). Both
@@ -388,6 +392,8 @@ class PATELedger:
         epsilon_budget: Largest allowed ε, a number > 0 (``math.inf``: no ε limit).
         max_queries: Largest number of queries, an int >= 0, or None (no limit).
         budget_basis: ``"data_independent"`` or ``"data_dependent"``.
+        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+            draws a fresh one.
 
     Raises:
         ValueError: If an argument is invalid.
@@ -399,6 +405,10 @@ class PATELedger:
 
     """
 
+    privacy_unit = (
+        "one record of one teacher's partition (disjoint partitions: it changes one vote by one)"
+    )
+
     def __init__(
         self,
         *,
@@ -408,7 +418,9 @@ class PATELedger:
         epsilon_budget: float = math.inf,
         max_queries: int | None = None,
         budget_basis: str = "data_independent",
+        ledger_id: str | None = None,
     ) -> None:
+        super().__init__(ledger_id=ledger_id)
         self._gamma = check_finite_positive("gamma", gamma)
         self._delta = _check_delta(delta)
         self._max_order = check_int_in_range("max_order", max_order, low=1)
@@ -459,6 +471,24 @@ class PATELedger:
     @property
     def num_queries(self) -> int:
         """Number of answered (recorded) queries."""
+        return self._num_queries
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """``(ε on the budget basis, δ)``; ``(0.0, 0.0)`` before the first query."""
+        if not self._num_queries:
+            return 0.0, 0.0
+        data_dependent = self._basis == "data_dependent"
+        return self.result(data_dependent=data_dependent).epsilon, self._delta
+
+    @property
+    def budget(self) -> tuple[float, float]:
+        """``(epsilon_budget, delta)``."""
+        return self._budget, self._delta
+
+    @property
+    def releases(self) -> int:
+        """Same as :attr:`num_queries`."""
         return self._num_queries
 
     @property
@@ -644,7 +674,7 @@ class PATELedger:
 
         Everything is validated before anything changes; the recorded queries are loaded
         even if they exceed the stored budget (a restored run must keep what it spent),
-        in which case no further query is affordable.
+        in which case no further query is affordable. :attr:`ledger_id` is kept.
 
         Args:
             state: A dict produced by :meth:`state_dict` (possibly through JSON).
@@ -692,6 +722,7 @@ class PATELedger:
             )
             fresh._num_queries += count
         fresh._recompute_total()
+        fresh._ledger_id = self._ledger_id  # identity stays with this ledger's journal
         self.__dict__.update(fresh.__dict__)
 
     @classmethod

@@ -30,6 +30,7 @@ from typing import Any
 
 from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
+from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
@@ -146,8 +147,11 @@ def compose_advanced(
     return epsilon, -math.expm1(log_kept)
 
 
-class TeacherLedger:
+class TeacherLedger(Ledger):
     """Composed (ε, δ) of a teacher's Dirichlet releases, refusing releases beyond its budget.
+
+    Privacy unit: one teacher answer under observation adjacency b (two observations within
+    L2 distance b are neighbours; Gohari et al., Definition 1).
 
     Args:
         epsilon_budget: The most ε the teacher may spend, a number > 0 (``math.inf``: no
@@ -157,6 +161,8 @@ class TeacherLedger:
         composition: ``"basic"`` or ``"advanced"`` (see the module docstring).
         advanced_delta_slack: δ' of advanced composition, in (0, 1); it counts towards
             ``delta_budget``. Ignored for ``"basic"``.
+        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+            draws a fresh one.
 
     Raises:
         ValueError: If an argument is out of range (the message names it).
@@ -170,6 +176,11 @@ class TeacherLedger:
 
     """
 
+    privacy_unit = (
+        "one teacher answer: the Dirichlet release for one state, with states within L2 "
+        "distance b (the adjacency radius) as neighbours"
+    )
+
     def __init__(
         self,
         *,
@@ -177,7 +188,9 @@ class TeacherLedger:
         delta_budget: float = 1.0,
         composition: str = "basic",
         advanced_delta_slack: float = _DEFAULT_SLACK,
+        ledger_id: str | None = None,
     ) -> None:
+        super().__init__(ledger_id=ledger_id)
         self._epsilon_budget = check_finite_positive(
             "epsilon_budget", epsilon_budget, allow_inf=True
         )
@@ -235,6 +248,11 @@ class TeacherLedger:
         return self._slack
 
     @property
+    def budget(self) -> tuple[float, float]:
+        """``(epsilon_budget, delta_budget)``."""
+        return self._epsilon_budget, self._delta_budget
+
+    @property
     def spent(self) -> tuple[float, float]:
         """The composed ``(epsilon, delta)`` of all recorded releases, (0.0, 0.0) if none."""
         if not self._events:
@@ -265,6 +283,11 @@ class TeacherLedger:
     def num_releases(self) -> int:
         """Number of answered states (releases) recorded."""
         return sum(int(event[3]) for event in self._events)
+
+    @property
+    def releases(self) -> int:
+        """Same as :attr:`num_releases`."""
+        return self.num_releases
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -394,13 +417,15 @@ class TeacherLedger:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace this ledger's contents (budgets and settings included) with a state.
 
-        The state is fully validated before anything changes.
+        The state is fully validated before anything changes. Releases beyond the state's
+        budget (replayed from a journal) are loaded as they are; nothing more is affordable
+        then. :attr:`ledger_id` is kept.
 
         Args:
             state: A dict produced by :meth:`state_dict` (possibly through JSON).
 
         Raises:
-            ValueError: If ``state`` is not in that format or its releases exceed its budget.
+            ValueError: If ``state`` is not in that format.
 
         """
         check_state_header(
@@ -429,12 +454,11 @@ class TeacherLedger:
             if count == 0:
                 raise ValueError(f"{where} count must be >= 1, got 0")
             events.append([k, epsilon, delta, count])
+        # Releases beyond the budget (replayed from a journal) load as they are: the spend
+        # happened, and refusing it would make the checkpoint unrestorable. Nothing more is
+        # affordable then.
         restored._events = events
-        if events and not restored._fits(restored.spent):
-            raise ValueError(
-                f"state's releases spend {restored.spent!r}, over its budget "
-                f"(epsilon={restored.epsilon_budget!r}, delta={restored.delta_budget!r})"
-            )
+        restored._ledger_id = self._ledger_id  # identity stays with this ledger's journal
         self.__dict__.update(restored.__dict__)
 
     @classmethod

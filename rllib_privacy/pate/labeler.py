@@ -23,11 +23,11 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy.accounting import PATELedger
-from rllib_privacy.accounting.journal import PrivacyJournalError
+from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import NoiseStreams, noisy_max, plurality
 from rllib_privacy.pate.teachers import TeacherEnsemble
-from rllib_privacy.teachers.journaling import SNAPSHOT, ReplayJournal, same_node_strategy
+from rllib_privacy.teachers.journaling import same_node_strategy
 
 __all__ = ["JOURNAL_COMPONENT", "UNLABELED", "PATELabeler", "create_labeler_actor"]
 
@@ -91,7 +91,9 @@ class PATELabeler:
         self._journal: ReplayJournal | None = None
         if journal_path is not None and self._init_error is None:
             try:
-                self._journal = ReplayJournal(journal_path, component=JOURNAL_COMPONENT)
+                self._journal = ReplayJournal(
+                    journal_path, component=JOURNAL_COMPONENT, ledger=self._ledger
+                )
                 self._replay(self._journal.records_to_replay())
             except (PrivacyJournalError, OSError, ValueError) as e:
                 self._init_error = PrivacyConfigError(f"privacy_journal_dir: {e}")

@@ -32,10 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy.accounting.journal import PrivacyJournalError
+from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import NoiseStreams
-from rllib_privacy.teachers.journaling import SNAPSHOT, ReplayJournal
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
 TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
@@ -233,7 +232,9 @@ class DirichletTeacher:
         self._replayed = 0
         self._journal: ReplayJournal | None = None
         if journal_path is not None and settings.mechanism == "dirichlet":
-            self._journal = ReplayJournal(journal_path, component=JOURNAL_COMPONENT)
+            self._journal = ReplayJournal(
+                journal_path, component=JOURNAL_COMPONENT, ledger=self._ledger
+            )
             self._replay(self._journal.records_to_replay())
 
     @classmethod

@@ -20,7 +20,11 @@ from kill_resume_helpers import journal_records, kill_past_checkpoint_then_resum
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-from rllib_privacy.accounting.journal import PrivacyJournal
+from rllib_privacy.accounting.journal import (
+    ACCEPT_JOURNAL_LOSS_ENV,
+    JournalNotFoundError,
+    PrivacyJournal,
+)
 from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.teachers import JOURNAL_COMPONENT, DirichletTeacher, TeacherSettings
@@ -145,6 +149,63 @@ def test_checkpoint_restored_into_a_new_journal_is_snapshotted(tmp_path: Path) -
     _rollout(old)
     # The new journal alone reproduces the totals, snapshot included.
     assert _privacy_stats(_teacher(fresh_journal)) == _privacy_stats(old) == _privacy_stats(moved)
+
+
+def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # Issue #14: the teacher answered 70 states, the checkpoint was taken at 40; restored
+    # into a new folder it reported 40. The checkpoint's journal is found by its ledger id.
+    old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
+    old.start_rollout(expected_states=70)
+    old.answer(_obs(40))
+    checkpoint = json.loads(json.dumps(old.get_state()))
+    old.answer(_obs(30, seed=2))
+    new_journal = tmp_path / "run_2" / "kickstart_teacher.jsonl"
+    moved = _teacher(new_journal)
+    moved.set_state(checkpoint)
+    assert moved.stats()["releases"] == old.stats()["releases"] == 70
+    assert moved.stats()["replayed_releases"] == 30
+    assert _privacy_stats(moved) == _privacy_stats(old)
+    # The new folder's journal alone reproduces the total (its snapshot names the source).
+    records = PrivacyJournal(new_journal, component=JOURNAL_COMPONENT).records()
+    assert records[-1]["restored_from"]["ledger_id"] == checkpoint["journal"]["ledger_id"]
+    assert _teacher(new_journal).stats()["releases"] == 70
+
+
+def test_restore_finds_a_journal_copied_beside_the_new_one(tmp_path: Path) -> None:
+    # A run folder moved to another machine: the marker's path is stale, the copy is found.
+    old_journal = tmp_path / "run_1" / "kickstart_teacher.jsonl"
+    old = _teacher(old_journal)
+    _rollout(old)
+    checkpoint = old.get_state()
+    _rollout(old)
+    moved = _teacher(tmp_path / "run_2" / "kickstart_teacher.jsonl")
+    ledger_id = checkpoint["journal"]["ledger_id"]
+    old_journal.rename(tmp_path / "run_2" / f"kickstart_teacher.{ledger_id}.jsonl")
+    moved.set_state(checkpoint)
+    assert moved.stats()["releases"] == 2 * BATCH
+
+
+def test_restore_without_the_checkpoints_journal_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    old_journal = tmp_path / "run_1" / "kickstart_teacher.jsonl"
+    old = _teacher(old_journal)
+    _rollout(old)
+    checkpoint = old.get_state()
+    ledger_id = checkpoint["journal"]["ledger_id"]
+    old_journal.unlink()
+    monkeypatch.delenv(ACCEPT_JOURNAL_LOSS_ENV, raising=False)
+    moved = _teacher(tmp_path / "run_2" / "kickstart_teacher.jsonl")
+    with pytest.raises(JournalNotFoundError, match=ledger_id) as error:
+        moved.set_state(checkpoint)
+    assert str(old_journal) in str(error.value) and ACCEPT_JOURNAL_LOSS_ENV in str(error.value)
+    # The explicit opt-out restores the checkpoint's own total, loudly.
+    monkeypatch.setenv(ACCEPT_JOURNAL_LOSS_ENV, ledger_id)
+    moved.set_state(checkpoint)
+    assert moved.stats()["releases"] == BATCH
+    assert "WITHOUT its privacy journal" in caplog.text
 
 
 def test_budget_refusal_holds_across_any_number_of_restarts(tmp_path: Path) -> None:

@@ -217,7 +217,7 @@ def _submission_records(algo: LDPA3C) -> list[dict[str, Any]]:
         journal_file(algo.config.privacy_journal_dir, JOURNAL_COMPONENT),
         component=JOURNAL_COMPONENT,
     )
-    return [r for r in journal.records() if r["type"] == "submission"]
+    return [r for r in journal.records() if r["kind"] == "submission"]
 
 
 def _accepted_from(algo: LDPA3C, worker_index: int) -> int:

@@ -16,6 +16,7 @@ import pytest
 from kill_resume_helpers import checkpoints, journal_records, read_rows
 
 from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
+from rllib_privacy.accounting.journal import JournalNotFoundError
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, GradientSubmission, LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import JOURNAL_COMPONENT
 from rllib_privacy.algorithms.ldp_a3c.testing import (
@@ -135,7 +136,7 @@ def test_env_runner_crash_loses_no_update_and_applies_nothing_twice(
         records = PrivacyJournal(
             journal_file(tmp_path / "journal", JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
         ).records()
-        ids = [r["id"] for r in records if r["type"] == "submission"]
+        ids = [r["id"] for r in records if r["kind"] == "submission"]
         assert len(ids) == len(set(ids)) == ldp["submissions"]
 
         # A submission delivered twice is rejected, never applied twice.
@@ -240,7 +241,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             spent = sum(
-                1 for r in journal_records(storage, JOURNAL_COMPONENT) if r["type"] == "submission"
+                1 for r in journal_records(storage, JOURNAL_COMPONENT) if r["kind"] == "submission"
             )
             done = checkpoints(storage)  # one every 3 iterations of 5 releases
             if done and spent >= 5 * 4 and spent > done * 3 * 5:
@@ -260,7 +261,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     journaled = [
         r
         for r in PrivacyJournal(journal_path, component=JOURNAL_COMPONENT).records()
-        if r["type"] == "submission"
+        if r["kind"] == "submission"
     ]
     # Killed well before the end, so that the resumed run has iterations left to do.
     assert 5 * 4 <= len(journaled) < 5 * (LAST_ITERATION - 2)
@@ -283,7 +284,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     journaled_after = [
         r
         for r in PrivacyJournal(journal_path, component=JOURNAL_COMPONENT).records()
-        if r["type"] == "submission"
+        if r["kind"] == "submission"
     ]
     assert after["privacy"]["releases"] == len(journaled_after) >= len(journaled) + 10
     assert after["privacy"]["releases"] == after["ldp"]["submissions"]
@@ -348,25 +349,42 @@ def test_journal_replay_on_setup_restore_and_snapshot(ray_session, tmp_path: pat
     finally:
         again.stop()
 
-    # Another journal: it starts with a snapshot of the checkpoint's totals ...
+    # Restored into another folder (issue #14): the checkpoint's journal is found by its
+    # ledger id and the 12 releases made after the checkpoint (by both runs of the first
+    # folder) are counted, never only the checkpoint's 6 ...
     other = _journal_config(second_dir).build_algo()
     try:
         other.restore_from_path(str(checkpoint))
-        assert other._ledger.num_releases == 6
-        other.train()
+        assert other._ledger.num_releases == 18 and other._replayed == 12
+        result = other.train()
+        assert result["privacy"]["releases"] == 24
         expected = _totals(other)
     finally:
         other.stop()
     records = PrivacyJournal(
         journal_file(second_dir, JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
     ).records()
-    assert [r["type"] for r in records[:2]] == ["start", "snapshot"]
+    assert [r["kind"] for r in records[:2]] == ["header", "snapshot"]
+    assert records[1]["restored_from"]["replayed_records"] == 12
     assert len(records) == 2 + 6
-    # ... so that the journal alone reproduces the totals (the updates are not in it).
+    # ... and this folder's journal alone reproduces the totals (the updates are not in it).
     replayed = _journal_config(second_dir).build_algo()
     try:
         ledger, submissions, _, _ = _totals(replayed)
         assert (ledger, submissions) == expected[:2]
-        assert replayed._replayed == 6 and replayed._applied == 0
+        assert replayed._replayed == 18 and replayed._applied == 0
     finally:
         replayed.stop()
+
+    # Without the checkpoint's journal the restore stops, naming the journal and ledger.
+    ledger_id = PrivacyJournal(
+        journal_file(first_dir, JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
+    ).records()[0]["ledger_id"]
+    journal_file(first_dir, JOURNAL_COMPONENT).unlink()
+    lost = _journal_config(tmp_path / "j3").build_algo()
+    try:
+        with pytest.raises(JournalNotFoundError, match=ledger_id) as error:
+            lost.restore_from_path(str(checkpoint))
+        assert str(journal_file(first_dir, JOURNAL_COMPONENT)) in str(error.value)
+    finally:
+        lost.stop()

@@ -16,7 +16,11 @@ from kill_resume_helpers import journal_records, kill_past_checkpoint_then_resum
 from test_pate_ppo_units import ENV, save_teacher
 
 from rllib_privacy.accounting import PATELedger
-from rllib_privacy.accounting.journal import PrivacyJournal
+from rllib_privacy.accounting.journal import (
+    ACCEPT_JOURNAL_LOSS_ENV,
+    JournalNotFoundError,
+    PrivacyJournal,
+)
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, UNLABELED, PATELabeler
@@ -144,6 +148,39 @@ def test_checkpoint_restored_into_a_new_journal_is_snapshotted(
     moved.label(_obs(4, seed=1))
     old.label(_obs(4, seed=1))
     assert _privacy(_labeler(teachers, fresh_journal)) == _privacy(old) == _privacy(moved)
+
+
+def test_restore_into_a_new_folder_counts_the_queries_after_the_checkpoint(
+    teachers: list[str], tmp_path: Path
+) -> None:
+    old = _labeler(teachers, tmp_path / "run_1" / "pate_labeler.jsonl")
+    old.label(_obs(40, seed=0))
+    state, marker = json.loads(json.dumps(old.checkpoint()))
+    old.label(_obs(30, seed=1))  # answered after the checkpoint
+    new_journal = tmp_path / "run_2" / "pate_labeler.jsonl"
+    moved = _labeler(teachers, new_journal)
+    moved.load_state_dict(state, journal_marker=marker)
+    assert moved.metrics()["queries"] == old.metrics()["queries"] == 70
+    assert moved.metrics()["replayed_queries"] == 30
+    assert _privacy(moved) == _privacy(old)
+    assert _labeler(teachers, new_journal).metrics()["queries"] == 70
+
+
+def test_restore_without_the_checkpoints_journal_names_it(
+    teachers: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_journal = tmp_path / "run_1" / "pate_labeler.jsonl"
+    old = _labeler(teachers, old_journal)
+    old.label(_obs(5, seed=0))
+    state, marker = old.checkpoint()
+    old_journal.unlink()
+    monkeypatch.delenv(ACCEPT_JOURNAL_LOSS_ENV, raising=False)
+    moved = _labeler(teachers, tmp_path / "run_2" / "pate_labeler.jsonl")
+    with pytest.raises(JournalNotFoundError, match=marker["ledger_id"]):
+        moved.load_state_dict(state, journal_marker=marker)
+    monkeypatch.setenv(ACCEPT_JOURNAL_LOSS_ENV, "*")
+    moved.load_state_dict(state, journal_marker=marker)
+    assert moved.metrics()["queries"] == 5
 
 
 def test_budget_holds_across_any_number_of_restarts(teachers: list[str], tmp_path: Path) -> None:

@@ -214,7 +214,6 @@ def _garbage_states() -> list[object]:
         edit(("agents", "a"), [[0, 1.5]]),
         edit(("agents", "a"), [[0, True]]),
         edit(("agents", "a"), [[0, 1], [0, 1]]),
-        edit(("agents", "a"), [[0, 100]]),  # 10 > budget 1.0
         edit(("agents", ""), [[0, 1]]),
     ]
 
@@ -226,6 +225,15 @@ def test_load_state_dict_rejects_garbage(state: object) -> None:
     with pytest.raises(ValueError, match=r"state"):
         ledger.load_state_dict(state)  # type: ignore[arg-type]
     assert ledger.state_dict() == before
+
+
+def test_agent_replayed_over_its_budget_loads_and_releases_nothing_more() -> None:
+    ledger = LDPLedger(epsilon_budget_per_agent=1.0)
+    ledger.record("a", 0.75, "laplace")
+    ledger.replay("a", 0.75, "laplace")  # a journaled release that may have left the agent
+    restored = LDPLedger.from_state_dict(json.loads(json.dumps(ledger.state_dict())))
+    assert restored.epsilon_spent("a") == 1.5 and restored.spent == (1.5, 0.0)
+    assert not restored.can_release("a", 1e-9) and restored.can_release("b", 1.0)
 
 
 def test_memory_stays_compact_for_100k_single_release_agents() -> None:

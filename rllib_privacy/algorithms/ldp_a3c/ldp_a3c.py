@@ -14,7 +14,6 @@ import logging
 import math
 import os
 import time
-import uuid
 from collections import deque
 from typing import Any
 
@@ -36,11 +35,8 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
-from rllib_privacy.accounting import (
-    LDPLedger,
-    PrivacyJournal,
-    PrivacyJournalError,
-)
+from rllib_privacy.accounting import LDPLedger, PrivacyJournalError
+from rllib_privacy.accounting.journal import SNAPSHOT, ReplayJournal, record_kind
 from rllib_privacy.accounting.shuffle import shuffle_epsilon
 from rllib_privacy.algorithms.ldp_a3c.fleet import evaluation_gravities, greedy_evaluation
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
@@ -612,7 +608,6 @@ def _reduce_learner_metrics(learner: Learner) -> dict[str, Any]:
 def _journal_record(submission: GradientSubmission) -> dict[str, Any]:
     """What the journal keeps of a submission: its ledger event and public scalars."""
     return {
-        "type": "submission",
         "id": submission.submission_id,
         "agent_id": submission.agent_id,
         "agent_sequence": submission.agent_sequence,
@@ -669,20 +664,19 @@ class LDPA3C(Algorithm):
         self._requests_sent = 0
         self._requests_answered = 0
         self._replayed = 0
-        self._journal = PrivacyJournal(
+        # The one write-ahead journal (accounting.journal.ReplayJournal), tied to the ledger.
+        self._journal = ReplayJournal(
             algorithm_journal_path(
                 self, self.config.privacy_journal_dir, component=JOURNAL_COMPONENT
             ),
             component=JOURNAL_COMPONENT,
+            ledger=self._ledger,
         )
-        if self._journal.last_seq == -1:
-            self._journal_id = uuid.uuid4().hex
-            self._journal.append({"type": "start", "journal_id": self._journal_id})
-        else:
+        records = self._journal.records_to_replay()
+        if records:
             # A trial that crashed before its first checkpoint restarts from scratch in
             # the same trial dir: its releases are in the journal, its updates are lost.
-            self._journal_id = ""
-            self._replay(self._journal.records())
+            self._replay(records)
             logger.warning(
                 "LDPA3C: replayed %d releases from the privacy journal %s (their updates "
                 "were lost with the crash; the spent budget is kept)",
@@ -693,24 +687,33 @@ class LDPA3C(Algorithm):
     def _replay(self, records: list[dict[str, Any]]) -> None:
         """Re-applies journal records to the ledger and scores (never to θ)."""
         for record in records:
-            kind = record.get("type")
+            kind = record_kind(record)
             if kind == "submission":
-                self._ledger.record(
+                # Counted even beyond the budget: the release may have left before a crash.
+                self._ledger.replay(
                     record["agent_id"], _decode_epsilon(record["epsilon"]), record["mechanism"]
                 )
                 self._scores.add(float(record["score"]), int(record["env_steps"]))
                 self._replayed += 1
-            elif kind == "snapshot":
-                self._ledger.load_state_dict(record["ledger"])
-                self._scores.load_state_dict(record["scores"])
-                self._replayed = int(record["releases_replayed"])
-            elif kind == "start" and record["seq"] == 0:
-                self._journal_id = str(record["journal_id"])
+            elif kind == SNAPSHOT:
+                # Journals written before the one ReplayJournal kept the fields at the top.
+                snapshot = record.get("state", record)
+                self._ledger.load_state_dict(snapshot["ledger"])
+                self._scores.load_state_dict(snapshot["scores"])
+                self._replayed = int(snapshot["releases_replayed"])
             else:
                 raise PrivacyJournalError(
                     f"privacy journal {str(self._journal.path)!r} record {record['seq']} has "
                     f"an unknown type {kind!r} for LDPA3C; was it written by another program?"
                 )
+
+    def _privacy_state(self) -> dict[str, Any]:
+        """The totals a journal snapshot holds (ledger, scores, replayed count)."""
+        return {
+            "ledger": self._ledger.state_dict(),
+            "scores": self._scores.state_dict(),
+            "releases_replayed": self._replayed,
+        }
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
         """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
@@ -799,7 +802,7 @@ class LDPA3C(Algorithm):
             fresh.append(submission)
         # Write-ahead: the releases are durable before any of them touches θ, so a crash
         # from here on can only over-count the budget, never forget it.
-        self._journal.extend(_journal_record(submission) for submission in fresh)
+        self._journal.extend("submission", (_journal_record(submission) for submission in fresh))
         for submission in fresh:
             self._ledger.record(submission.agent_id, submission.epsilon, submission.mechanism)
             self._scores.add(submission.score, submission.env_steps)
@@ -930,7 +933,7 @@ class LDPA3C(Algorithm):
             "buffer": self._buffer.state_dict(),
             "scores": self._scores.state_dict(),
             "weights_version": self._weights_version,
-            "journal": {"id": self._journal_id, "seq": self._journal.last_seq},
+            "journal": self._journal.marker(),
             "applied": self._applied,
             "duplicates": self._duplicates,
             "lost_requests": self._lost_requests,
@@ -942,9 +945,11 @@ class LDPA3C(Algorithm):
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores RLlib's state and the aggregator's (the ledger never resets).
 
-        Releases journaled after the checkpoint (a crash between two checkpoints) are
-        replayed into the ledger; their updates rolled back with θ. A checkpoint from
-        another journal starts a snapshot in this run's journal instead.
+        Releases journaled after the checkpoint (a crash between two checkpoints, or the
+        run that wrote it going on) are replayed into the ledger; their updates rolled back
+        with θ. The checkpoint's journal is found by its ledger id also when it is restored
+        into another folder (``ReplayJournal.after_restore``); if it cannot be found the
+        restore raises ``JournalNotFoundError`` naming it.
         """
         super().set_state(state)
         aggregator = state.get("ldp_a3c_aggregator")
@@ -960,19 +965,9 @@ class LDPA3C(Algorithm):
             # Requests in flight now are not lost yet: count from here.
             self._requests_sent, self._requests_answered = self._in_flight(), 0
             self._replayed = int(aggregator.get("releases_replayed", 0))
-            journal = aggregator.get("journal") or {}
-            if journal.get("id") == self._journal_id:
-                self._replay(self._journal.records(after_seq=int(journal["seq"])))
-            else:
-                self._journal.append(
-                    {
-                        "type": "snapshot",
-                        "ledger": self._ledger.state_dict(),
-                        "scores": self._scores.state_dict(),
-                        "releases_replayed": self._replayed,
-                        "from_journal": journal.get("id"),
-                    }
-                )
+            self._journal.after_restore(
+                aggregator.get("journal"), replay=self._replay, snapshot=self._privacy_state
+            )
         self._weights = self._on_learner(_flat_weights)
 
     @override(Algorithm)
