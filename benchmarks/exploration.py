@@ -32,19 +32,25 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import (
+    REPO_ROOT,
+    RESULTS_MD,
+    ResultsSection,
+    command_line,
+    dump_json,
+    load_json,
+    machine_line,
+    merge_json,
+    run_json_processes,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from pgc_a3c import machine_info, machine_line, now  # noqa: E402
-
-DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-SECTION_START = "<!-- exploration:start -->"
-SECTION_END = "<!-- exploration:end -->"
+RESULTS = ResultsSection("exploration")
 MOUNTAINCAR_YAML = REPO_ROOT / "tuned_configs" / "simhash_ppo_mountaincar.yaml"
 SOLVED_RETURN = 0.9
 
@@ -117,49 +123,25 @@ def _run_record(curve: list[tuple[int, float]], start: float, **fields: Any) -> 
     }
 
 
+def _without_curve(result: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in result.items() if k != "curve"})
+
+
 def run_success(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """All seeds with and without the bonus, ``--parallel`` runs at a time.
-
-    Each run is its own process (``--trial``) with its own small Ray instance: Ray starts
-    task workers at a lower CPU priority (nice), which on a shared machine starves them.
-    """
-    import subprocess
-    import tempfile
-
+    """All seeds with and without the bonus, ``--parallel`` runs at a time, each in its own
+    process (``--trial``) with its own small Ray instance."""
     jobs = [(s, b) for s in range(args.seed, args.seed + args.seeds) for b in (True, False)]
-    results: list[dict[str, Any]] = []
-    running: list[tuple[subprocess.Popen, Path]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (seed, bonus) in enumerate(jobs):
-            while len(running) >= args.parallel:
-                running = _reap(running, results)
-            out = Path(tmp) / f"trial{i}.json"
-            cmd = [
-                sys.executable,
-                __file__,
-                "--trial",
-                f"{seed},{int(bonus)},{args.budget}",
-                "--json",
-                str(out),
-            ]
-            running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
-        while running:
-            running = _reap(running, results)
+        commands = [
+            (
+                [sys.executable, __file__, "--trial", f"{seed},{int(bonus)},{args.budget}"]
+                + ["--json", str(Path(tmp) / f"trial{i}.json")],
+                Path(tmp) / f"trial{i}.json",
+            )
+            for i, (seed, bonus) in enumerate(jobs)
+        ]
+        results = run_json_processes(commands, parallel=args.parallel, summary=_without_curve)
     return sorted(results, key=lambda r: (not r["bonus"], r["seed"]))
-
-
-def _reap(running: list[tuple[Any, Path]], results: list[dict[str, Any]]) -> list[tuple[Any, Path]]:
-    time.sleep(2)
-    still = []
-    for process, out in running:
-        if process.poll() is None:
-            still.append((process, out))
-        elif process.returncode == 0:
-            results.append(json.loads(out.read_text()))
-            print(json.dumps({k: v for k, v in results[-1].items() if k != "curve"}), flush=True)
-        else:
-            raise RuntimeError(f"trial {process.args} failed with code {process.returncode}")
-    return still
 
 
 def success_table(results: list[dict[str, Any]], budget: int) -> str:
@@ -290,28 +272,21 @@ def run_frozenlake(args: argparse.Namespace) -> list[dict[str, Any]]:
     Runs are started seed-major and arm-interleaved, so that arms share the machine's load
     alike.
     """
-    import subprocess
-    import tempfile
-
     arms = [a.strip() for a in args.frozenlake_arms.split(",") if a.strip()]
     unknown = sorted(set(arms) - set(FROZENLAKE_ARMS))
     if unknown or not arms:
         raise SystemExit(
             f"--frozenlake-arms: unknown {unknown}; allowed: {', '.join(FROZENLAKE_ARMS)}"
         )
-    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        running: list[tuple[Any, Path]] = []
+        commands = []
         for seed in range(args.seed, args.seed + args.seeds):
             for arm in arms:
-                while len(running) >= args.parallel:
-                    running = _reap(running, results)
                 out = Path(tmp) / f"frozenlake_{arm}_{seed}.json"
                 spec = f"{arm},{seed},{args.frozenlake_budget},{args.frozenlake_wall_cap}"
                 cmd = [sys.executable, __file__, "--frozenlake-trial", spec, "--json", str(out)]
-                running.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
-        while running:
-            running = _reap(running, results)
+                commands.append((cmd, out))
+        results = run_json_processes(commands, parallel=args.parallel, summary=_without_curve)
     return results  # frozenlake_table orders them by arm and seed
 
 
@@ -502,8 +477,7 @@ def render(args: argparse.Namespace, parts: dict[str, Any], command: str) -> str
         "## Count-based exploration (`benchmarks/exploration.py`)",
         "",
         f"Command: `{command}`  ",
-        f"Date: {now()}  ",
-        f"Machine: {machine_line(machine_info())}. Shared with other jobs while it ran: "
+        f"Machine: {machine_line()}. Shared with other jobs while it ran: "
         "compare only the ratios within this run.",
     ]
     if "success" in parts:
@@ -533,18 +507,6 @@ def render(args: argparse.Namespace, parts: dict[str, Any], command: str) -> str
             f"{o['plain_s']:.2f} s without: {100 * o['overhead']:+.1f}%.",
         ]
     return "\n".join(out)
-
-
-def update_results_md(path: Path, section: str) -> None:
-    """Replaces the text between this benchmark's markers (appends them if missing)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    block = f"{SECTION_START}\n{section.rstrip()}\n{SECTION_END}"
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        text = head + block + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + f"\n\n{block}\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -591,9 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--write-results",
         action="store_true",
-        help=f"write the section into {DEFAULT_RESULTS_MD.name}",
+        help=f"write the section into {RESULTS_MD.name}",
     )
-    parser.add_argument("--results-md", type=Path, default=DEFAULT_RESULTS_MD)
+    parser.add_argument("--results-md", type=Path, default=RESULTS_MD)
     parser.add_argument("--json", type=Path, help="also write everything measured here")
     parser.add_argument("--trial", help=argparse.SUPPRESS)  # "seed,bonus,budget": one run
     # "arm,seed,budget,wall_cap": one FrozenLake run
@@ -622,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.trial:
         seed, bonus, budget = (int(x) for x in args.trial.split(","))
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-        args.json.write_text(json.dumps(mountaincar_trial(seed, bool(bonus), budget)))
+        dump_json(args.json, mountaincar_trial(seed, bool(bonus), budget), indent=None)
         return 0
     if args.frozenlake_trial:
         import torch
@@ -633,16 +595,11 @@ def main(argv: list[str] | None = None) -> int:
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
         progress = args.json.with_suffix(".progress.jsonl")
         result = frozenlake_trial(arm, int(seed), int(budget), float(wall_cap), progress)
-        args.json.write_text(json.dumps(result))
+        dump_json(args.json, result, indent=None)
         return 0
     parts: dict[str, Any] = {}
     if args.merge_json:
-        for path in args.merge_json:
-            for name, part in json.loads(path.read_text()).items():
-                if isinstance(part, list) and isinstance(parts.get(name), list):
-                    parts[name] = parts[name] + part  # runs of the same part: seeds, arms
-                else:
-                    parts[name] = part
+        parts = merge_json(load_json(path) for path in args.merge_json)
         wanted = []
     else:
         ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False)
@@ -654,13 +611,12 @@ def main(argv: list[str] | None = None) -> int:
         parts["overhead"] = run_overhead(args)
     if "frozenlake" in wanted:
         parts["frozenlake"] = run_frozenlake(args)
-    command = "python benchmarks/exploration.py " + " ".join(argv or sys.argv[1:])
-    section = render(args, parts, command.strip())
+    section = render(args, parts, command_line(__file__, argv))
     print(section)
     if args.json:
-        args.json.write_text(json.dumps(parts, indent=1, default=str))
+        dump_json(args.json, parts)
     if args.write_results:
-        update_results_md(args.results_md, section)
+        RESULTS.write(args.results_md, section)
     return 0
 
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import exploration as bx  # noqa: E402
+import exploration as bx
 
 #: Cells (row·8 + col) above and left of the goal (7, 7).
 NEAR_GOAL = (55, 62)

@@ -24,25 +24,26 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import datetime
 import json
 import math
-import os
-import platform
-import re
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from harness import (
+    REPO_ROOT,
+    RESULTS_MD,
+    Progress,
+    ResultsSection,
+    command_line,
+    dump_json,
+    machine_line,
+)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
 DEFAULT_YAML = REPO_ROOT / "tuned_configs" / "ilm_dqn.yaml"
-SECTION_START = "<!-- ilm:start -->"
-SECTION_END = "<!-- ilm:end -->"
+RESULTS = ResultsSection("ilm")
 #: Ryu et al. (NBA heights, ε = 0.011): KL of ILM-DQN and of the Laplace mechanism.
 PAPER_KL_ILM, PAPER_KL_LAPLACE = 0.883, 1.968
 
@@ -138,55 +139,21 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def machine_line() -> str:
-    """CPU count and model, Python/Ray/torch versions."""
-    import ray
-    import torch
-
-    model = platform.processor() or "unknown"
-    try:
-        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
-        model = match.group(1).strip() if match else model
-    except OSError:
-        pass
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (
-        f"{cpus} CPUs ({model}); Python {platform.python_version()}, ray {ray.__version__}, "
-        f"torch {torch.__version__}"
-    )
-
-
 def render_section(rows: list[Row], command: str, notes: str) -> str:
-    """The RESULTS.md block, markers included."""
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    """This benchmark's RESULTS.md section."""
     return "\n".join(
         [
-            SECTION_START,
             "## Instance-wise Laplace mechanism (`benchmarks/ilm.py`)",
             "",
             f"- Command: `{command}`",
             f"- Machine: {machine_line()}",
-            f"- Date: {date}",
             "- Data: diabetes `age` (scikit-learn, 442 patients, 58 distinct ages), 50 bins; "
             "the paper's five actions; pDP under the mixture reading (README).",
             notes,
             "",
             table(rows),
-            SECTION_END,
         ]
     )
-
-
-def write_results(section: str, path: Path) -> None:
-    """Replace the marked section of RESULTS.md (or append it)."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if SECTION_START in text and SECTION_END in text:
-        before, rest = text.split(SECTION_START, 1)
-        after = rest.split(SECTION_END, 1)[1]
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,9 +167,13 @@ def main(argv: list[str] | None = None) -> int:
         "--unassigned", choices=("uniform", "same"), help="env_config unassigned (YAML's)"
     )
     parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")
-    parser.add_argument("--results-md", default=str(DEFAULT_RESULTS_MD))
+    parser.add_argument("--results-md", default=str(RESULTS_MD))
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    parser.add_argument("--notes", default="", help="a line for RESULTS.md (e.g. machine load)")
+    parser.add_argument(
+        "--notes",
+        default="",
+        help="a line for RESULTS.md (the machine line, load included, is automatic)",
+    )
     args = parser.parse_args(argv)
 
     import ray
@@ -216,18 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         config["env_config"]["unassigned"] = args.unassigned
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     rows = []
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    progress = Progress(len(epsilons))
     try:
-        for epsilon in (float(e) for e in args.epsilons.split(",")):
+        for epsilon in epsilons:
             rows.append(train_and_evaluate(config, epsilon, args.steps))
-            print(f"ε = {epsilon:g}: {json.dumps(rows[-1].summary)}", flush=True)
+            progress.advance(f"ε = {epsilon:g}: {json.dumps(rows[-1].summary)}")
     finally:
         ray.shutdown()
     print(table(rows))
-    command = "python benchmarks/ilm.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     if args.json:
-        Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        dump_json(args.json, [dataclasses.asdict(r) for r in rows], indent=2)
     if args.write_results:
-        write_results(render_section(rows, command, args.notes), Path(args.results_md))
+        RESULTS.write(
+            args.results_md, render_section(rows, command_line(__file__, argv), args.notes)
+        )
     return 0
 
 

@@ -17,10 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import shlex
 import shutil
 import statistics
 import sys
@@ -29,10 +26,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-SECTION_START = "<!-- journal_overhead:start -->"
-SECTION_END = "<!-- journal_overhead:end -->"
+from harness import (
+    RESULTS_MD,
+    BenchmarkError,
+    Progress,
+    ResultsSection,
+    command_line,
+    load_experiment_config,
+    machine_line,
+)
+
+RESULTS = ResultsSection("journal_overhead")
 RECORD = {
     "type": "submission",
     "id": "1-0123abcd-0#1",
@@ -59,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--disk-dir", default=str(Path.home()), help="folder on a real disk (a temp dir in it)"
     )
     parser.add_argument("--tmpfs-dir", default="/dev/shm", help="folder on tmpfs")
-    parser.add_argument("--results-md", default=str(DEFAULT_RESULTS_MD))
+    parser.add_argument("--results-md", default=str(RESULTS_MD))
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args(argv)
     for name in ("iterations", "submissions_per_iteration", "repeats", "appends"):
@@ -68,8 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name in ("disk_dir", "tmpfs_dir"):
         if not os.path.isdir(getattr(args, name)):
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)!r} is not a folder")
-    given = sys.argv[1:] if argv is None else argv
-    args.command_line = shlex.join(["python", "benchmarks/journal_overhead.py", *given])
+    args.command_line = command_line(__file__, argv)
     return args
 
 
@@ -114,13 +117,12 @@ def submissions_per_second(base: dict[str, Any], folder: str, args: argparse.Nam
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def markdown(rows: list[tuple[str, str, str, str]], args: argparse.Namespace, date: str) -> str:
+def markdown(rows: list[tuple[str, str, str, str]], args: argparse.Namespace) -> str:
     lines = [
         "## Privacy journal overhead",
         "",
         f"Command: `{args.command_line}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; date: {date}. Disk = `--disk-dir` ({args.disk_dir}), "
+        f"Machine: {machine_line()}. Disk = `--disk-dir` ({args.disk_dir}), "
         f"tmpfs = `--tmpfs-dir` ({args.tmpfs_dir}, fsync nearly free: the no-journal baseline). "
         "PGC-A3C journals once per batch of submissions that arrive together, before they "
         "touch θ.",
@@ -132,28 +134,17 @@ def markdown(rows: list[tuple[str, str, str, str]], args: argparse.Namespace, da
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if SECTION_START in text and SECTION_END in text:
-        head, rest = text.split(SECTION_START, 1)
-        tail = rest.split(SECTION_END, 1)[1]
-    else:
-        head, tail = text.rstrip("\n") + "\n\n", "\n"
-    path.write_text(f"{head}{SECTION_START}\n{section}\n{SECTION_END}{tail}", encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs both measurements, prints the table and (unless --no-write) updates RESULTS.md."""
     args = parse_args(argv)
-    sys.path.insert(0, str(REPO_ROOT))
+    try:
+        base = load_experiment_config(args.config)
+    except BenchmarkError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     import ray
 
     import rllib_privacy  # noqa: F401  (registers LDPA3C and the envs)
-    from rllib_privacy.experiments import load_experiments
-
-    config_path = args.config if os.path.isabs(args.config) else str(REPO_ROOT / args.config)
-    base = dict(load_experiments(config_path, has_gpus=False).experiments[0].param_space)
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
     raw = {
         name: appends_per_second(folder, args.appends)
@@ -162,11 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     try:
         rates: dict[str, list[float]] = {"disk": [], "tmpfs": []}
+        progress = Progress(2 * args.repeats)
         for repeat in range(args.repeats):
             order = ("disk", "tmpfs") if repeat % 2 == 0 else ("tmpfs", "disk")
             for name in order:
                 folder = args.disk_dir if name == "disk" else args.tmpfs_dir
                 rates[name].append(submissions_per_second(base, folder, args))
+                progress.advance(f"{name}: {rates[name][-1]:.1f} submissions/s")
     finally:
         ray.shutdown()
     disk, tmpfs = statistics.median(rates["disk"]), statistics.median(rates["tmpfs"])
@@ -185,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{disk / tmpfs:.3f}",
         ),
     ]
-    section = markdown(rows, args, date)
+    section = markdown(rows, args)
     print(section)
     if not args.no_write:
-        write_section(Path(args.results_md), section)
+        RESULTS.write(args.results_md, section)
     return 0
 
 

@@ -23,10 +23,7 @@ markers inside ``<!-- pate:start -->``/``<!-- pate:end -->`` of benchmarks/RESUL
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
-import shlex
 import sys
 import tempfile
 import time
@@ -35,39 +32,42 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import (
+    RESULTS_MD,
+    Progress,
+    ResultsSection,
+    command_line,
+    dump_json,
+    load_json,
+    machine_line,
+    markdown_table,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from pgc_a3c import machine_info, machine_line  # noqa: E402
-
-from rllib_privacy.accounting import (  # noqa: E402
+from rllib_privacy.accounting import (
     advanced_composition_epsilon,
     pate_epsilon,
 )
-from rllib_privacy.pate.supervised import (  # noqa: E402
+from rllib_privacy.pate.supervised import (
     load_digits_split,
     run_supervised_pate,
     teacher_votes,
     train_teachers,
 )
 
-RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
 PARTS = ("accountant", "digits", "rl")
+#: This benchmark's RESULTS.md section, one part per measured part.
+RESULTS = ResultsSection("pate", title="## PATE (`benchmarks/pate.py`)", parts=PARTS)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A markdown table; floats with 3 significant decimals."""
+    """A markdown table; floats with 3 decimals, NaN as n/a."""
 
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return "n/a" if math.isnan(value) else f"{value:.3f}"
         return str(value)
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return markdown_table(header, [[cell(v) for v in row] for row in rows])
 
 
 # --------------------------------------------------------------------------- accountant
@@ -138,6 +138,9 @@ def run_digits(args: argparse.Namespace) -> str:
 
     rows = []
     baselines = []
+    progress = Progress(
+        args.seeds * len(args.digits_teachers) * len(args.digits_gammas) * len(args.digits_queries)
+    )
     for seed in range(args.seeds):
         data = load_digits_split(seed=seed)
         full = LogisticRegression(max_iter=500).fit(data["x_private"], data["y_private"])
@@ -174,9 +177,9 @@ def run_digits(args: argparse.Namespace) -> str:
                         teachers=teachers,
                     )
                     rows.append(result)
-                    print(f"  digits seed={seed} n={num_teachers} γ={gamma} Q={queries}: "
-                          f"acc={result.student_accuracy:.3f} ε={result.epsilon:.2f}/"
-                          f"{result.epsilon_data_independent:.2f}", flush=True)  # fmt: skip
+                    progress.advance(f"digits seed={seed} n={num_teachers} γ={gamma} Q={queries}: "
+                                     f"acc={result.student_accuracy:.3f} ε={result.epsilon:.2f}/"
+                                     f"{result.epsilon_data_independent:.2f}")  # fmt: skip
     grouped: dict[tuple[int, float, int], list[Any]] = {}
     for r in rows:
         grouped.setdefault((r.num_teachers, r.gamma, r.num_queries), []).append(r)
@@ -282,7 +285,7 @@ def run_rl(args: argparse.Namespace) -> str:
         # Teachers of an earlier run of this script (teacher_<i>/ and returns.json).
         work = args.rl_teacher_dir
         teacher_dirs = [str(work / f"teacher_{i}") for i in range(len(TEACHER_GRAVITIES))]
-        teacher_returns = json.loads((work / "returns.json").read_text())
+        teacher_returns = load_json(work / "returns.json")
         print(f"  reusing teachers in {work}", flush=True)
     else:
         work = Path(tempfile.mkdtemp(prefix="pate_bench_"))
@@ -296,7 +299,7 @@ def run_rl(args: argparse.Namespace) -> str:
             algo.stop()
             teacher_dirs.append(str(path))
             print(f"  teacher {i} gravities {gravities}: return {curve[-1][1]:.1f}", flush=True)
-        (work / "returns.json").write_text(json.dumps(teacher_returns))
+        dump_json(work / "returns.json", teacher_returns, indent=None)
         print(f"  teachers saved in {work} (reuse: --rl-teacher-dir {work})", flush=True)
 
     variants: list[tuple[str, dict[str, Any] | None]] = [("PPO, no teachers (baseline)", None)]
@@ -315,6 +318,7 @@ def run_rl(args: argparse.Namespace) -> str:
             )
         )
     rows = []
+    progress = Progress(len(variants) * args.seeds)
     for name, pate in variants:
         finals, aucs, eps_dd, eps_di, queries, agreement = [], [], [], [], [], []
         for seed in range(args.seeds):
@@ -332,8 +336,8 @@ def run_rl(args: argparse.Namespace) -> str:
                 eps_di.append(last["pate_epsilon_data_independent"])
                 queries.append(last["pate_queries"])
                 agreement.append(last["pate"]["label_agreement"])
-            print(f"  {name} seed {seed}: final {finals[-1]:.1f}, mean {aucs[-1]:.1f} "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
+            progress.advance(f"{name} seed {seed}: final {finals[-1]:.1f}, mean "
+                             f"{aucs[-1]:.1f} ({time.perf_counter() - start:.0f} s)")  # fmt: skip
         rows.append(
             [
                 name,
@@ -366,28 +370,6 @@ def run_rl(args: argparse.Namespace) -> str:
         f"MLP 32×32); δ = 1e-5. Final return = mean of the last two iterations (max 200). "
         f"*label agreement: non-private diagnostic.\n\n{result}"
     )
-
-
-# --------------------------------------------------------------------------- output
-
-
-def update_results_md(path: Path, parts: dict[str, str]) -> None:
-    """Replace this benchmark's parts in ``path``, keeping everything else intact."""
-    start_all, end_all = "<!-- pate:start -->", "<!-- pate:end -->"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    if start_all not in text:
-        text = text.rstrip("\n") + f"\n\n{start_all}\n## PATE (`benchmarks/pate.py`)\n\n{end_all}\n"
-    head, rest = text.split(start_all, 1)
-    body, tail = rest.split(end_all, 1)
-    for name, content in parts.items():
-        start, end = f"<!-- pate:{name}:start -->", f"<!-- pate:{name}:end -->"
-        block = f"{start}\n{content.rstrip()}\n{end}"
-        if start in body:
-            before, after = body.split(start, 1)
-            body = before + block + after.split(end, 1)[1]
-        else:
-            body = body.rstrip("\n") + f"\n\n{block}\n"
-    path.write_text(f"{head}{start_all}{body.rstrip()}\n{end_all}{tail}", encoding="utf-8")
 
 
 def _floats(text: str) -> list[float]:
@@ -445,9 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unknown parts {sorted(unknown)}; choose from {PARTS}", file=sys.stderr)
         return 2
     runners = {"accountant": run_accountant, "digits": run_digits, "rl": run_rl}
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = machine_line(machine_info())
-    command = shlex.join(["python", "benchmarks/pate.py", *argv])
+    command = command_line(__file__, argv)
     written = {}
     for part in parts:
         start = time.perf_counter()
@@ -456,11 +436,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         took = time.perf_counter() - start
         print(body, flush=True)
         written[part] = (
-            f"### PATE: {part}\n\n`{command}` — {stamp}, {machine}, {took:.0f} s wall "
+            f"### PATE: {part}\n\n`{command}` — {machine_line()}, {took:.0f} s wall "
             f"(shared machine: other jobs were running).\n\n{body}\n"
         )
     if args.write_results:
-        update_results_md(args.results_md, written)
+        RESULTS.write(args.results_md, written)
         print(f"wrote {', '.join(written)} to {args.results_md}")
     return 0
 

@@ -16,11 +16,7 @@ Example::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
-import shlex
 import statistics
 import subprocess
 import sys
@@ -29,10 +25,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-SECTION_START = "<!-- quick_start:start -->"
-SECTION_END = "<!-- quick_start:end -->"
+from harness import (
+    REPO_ROOT,
+    RESULTS_MD,
+    Progress,
+    ResultsSection,
+    command_line,
+    dump_json,
+    load_average,
+    machine_line,
+)
+
+RESULTS = ResultsSection("quick_start")
 
 
 def last_result(storage: Path) -> dict[str, Any]:
@@ -46,7 +50,7 @@ def last_result(storage: Path) -> dict[str, Any]:
 
 def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
     """One quick-start run; returns its figures."""
-    load_before = os.getloadavg()[0]
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="quick_start_") as tmp:
         command = ["rllib", "train", "-f", config, "--storage-path", tmp, *extra]
         start = time.perf_counter()
@@ -68,7 +72,7 @@ def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
         "submissions_per_second": result.get("submissions_per_second"),
         "training_s": result.get("time_total_s"),
         "load_before": load_before,
-        "load_after": os.getloadavg()[0],
+        "load_after": load_average(),
         "stderr_tail": proc.stderr[-1500:] if proc.returncode else "",
     }
 
@@ -111,19 +115,6 @@ def summary(runs: list[dict[str, Any]]) -> str:
     )
 
 
-def write_results(text: str) -> None:
-    """Replaces (or appends) this script's section of RESULTS.md."""
-    body = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
-    section = f"{SECTION_START}\n{text}\n{SECTION_END}"
-    if SECTION_START in body and SECTION_END in body:
-        head, rest = body.split(SECTION_START, 1)
-        tail = rest.split(SECTION_END, 1)[1]
-        body = head + section + tail
-    else:
-        body = body.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS_MD.write_text(body)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -137,28 +128,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     extra = [a for a in args.extra if a != "--"]
-    started = datetime.datetime.now(datetime.timezone.utc)
+    machine = machine_line(load=False)  # the start; each run's load is in the table
     runs = []
-    for i in range(args.runs):
+    progress = Progress(args.runs)
+    for _ in range(args.runs):
         run = run_once(args.config, extra, args.timeout)
         runs.append(run)
-        print(
-            f"[{i + 1}/{args.runs}] rc={run['returncode']} solved_at="
-            f"{fmt(run['solved_at'], ',.0f')} wall={run['wall_s']:.0f}s eval="
-            f"{fmt(run['eval_return_mean'])} load={run['load_before']:.2f}",
-            flush=True,
+        progress.advance(
+            f"rc={run['returncode']} solved_at={fmt(run['solved_at'], ',.0f')} "
+            f"wall={run['wall_s']:.0f}s eval={fmt(run['eval_return_mean'])} "
+            f"load={run['load_before']:.2f}"
         )
         if run["returncode"]:
             print(run["stderr_tail"], file=sys.stderr)
-    command = "python " + " ".join(
-        shlex.quote(a) for a in ["benchmarks/quick_start.py", *sys.argv[1:]]
-    )
     text = "\n".join(
         [
             "### Quick start: success over independent runs",
             "",
-            f"`{command}` — {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-            f"{os.cpu_count()} CPUs, Python {platform.python_version()}; each run is "
+            f"`{command_line(__file__, argv)}` — {machine}; each run is "
             f"`rllib train -f {args.config}` in a fresh process (unseeded).",
             "",
             f"**{summary(runs)}.**",
@@ -168,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(text)
     if args.json:
-        args.json.write_text(json.dumps(runs, indent=1))
+        dump_json(args.json, runs)
     if args.write_results:
-        write_results(text)
+        RESULTS.write(RESULTS_MD, text)
     return 0
 
 

@@ -13,23 +13,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import RESULTS_MD, ResultsSection, command_line, machine_line
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from pgc_a3c import machine_info, machine_line, now  # noqa: E402
-
-from rllib_privacy.mechanisms import (  # noqa: E402
+from rllib_privacy.mechanisms import (
     dirichlet_mechanism,
     gaussian_noisy_max,
     instance_laplace,
@@ -38,9 +31,7 @@ from rllib_privacy.mechanisms import (  # noqa: E402
     projected_random_sign,
 )
 
-RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
-SECTION_START = "<!-- secure_noise:start -->"
-SECTION_END = "<!-- secure_noise:end -->"
+RESULTS = ResultsSection("secure_noise")
 
 
 def releases() -> dict[str, tuple[str, Callable[[bool], Any]]]:
@@ -114,14 +105,12 @@ def measure(repeats: int, budget_s: float) -> list[dict[str, Any]]:
 
 
 def render(rows: list[dict[str, Any]], command: str, notes: str) -> str:
-    """The RESULTS.md block, markers included."""
+    """This benchmark's RESULTS.md section."""
     lines = [
-        SECTION_START,
         "## Secure noise cost (`benchmarks/secure_noise.py`)",
         "",
         f"- Command: `{command}`",
-        f"- Machine: {machine_line(machine_info())}",
-        f"- Date: {now()}",
+        f"- Machine: {machine_line()}",
         "- Median CPU milliseconds of this process per release over the repeats (wall time "
         "in parentheses), default numpy sampler and `secure_mode=True` timed alternately in "
         "one process.",
@@ -149,20 +138,8 @@ def render(rows: list[dict[str, Any]], command: str, notes: str) -> str:
         "mechanism (OS-seeded generator plus grid snapping) cost about twice the default. "
         "Passing an explicit coarser OpenDP lattice (`k`) would be ~3x faster but inflates "
         "the certified ε slightly, so the exact default lattice is kept.",
-        SECTION_END,
     ]
     return "\n".join(lines)
-
-
-def write_results(section: str, path: Path) -> None:
-    """Replace this benchmark's marked section of RESULTS.md (or append it)."""
-    text = path.read_text(encoding="utf-8")
-    if SECTION_START in text and SECTION_END in text:
-        before, rest = text.split(SECTION_START, 1)
-        text = before + section + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,15 +149,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=0.2, help="seconds per timing")
     parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")
     parser.add_argument("--results-md", type=Path, default=RESULTS_MD)
-    parser.add_argument("--notes", default="", help="a line for RESULTS.md (e.g. machine load)")
+    parser.add_argument(
+        "--notes",
+        default="",
+        help="a line for RESULTS.md (the machine line, load included, is automatic)",
+    )
     args = parser.parse_args(argv)
     print(f"{'mechanism':<24}{'one release':<42}{'CPU default':>13}{'secure':>13}{'ratio':>10}")
     rows = measure(args.repeats, args.budget)
     if args.write_results:
-        command = "python benchmarks/secure_noise.py " + shlex.join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        write_results(render(rows, command.strip(), args.notes), args.results_md)
+        RESULTS.write(args.results_md, render(rows, command_line(__file__, argv), args.notes))
     return 0
 
 

@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import io
-import json
 import math
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -49,8 +46,8 @@ from typing import Any
 import numpy as np
 import scipy
 import scipy.stats as stats
+from harness import REPO_ROOT, command_line, dump_json, import_path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "tests" / "fixtures" / "shuffle_amplification.json"
 REFERENCE_FILE = "computeamplification.py"
 EPSILON0S = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -79,11 +76,7 @@ def reference_source(path: Path) -> tuple[str, str | None]:
 def load_module(directory: Path, name: str, text: str) -> ModuleType:
     file = directory / f"{name}.py"
     file.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, file)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_path(name, file)
 
 
 def exact_epsilon(ref: ModuleType, epsilon0: float, n: int, delta: float) -> float:
@@ -159,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         rows = fixture_rows(ref, patched)
 
-    command = "python benchmarks/shuffle_fixtures.py " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
-    )
+    command = command_line(__file__, argv)
     document = {
         "header": {
             "description": (
@@ -179,8 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "points": rows,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    dump_json(args.output, document)
     print(f"wrote {len(rows)} points to {args.output}", file=sys.stderr)
     return 0
 

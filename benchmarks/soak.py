@@ -33,14 +33,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import json
-import logging
 import math
 import os
-import platform
-import re
-import shlex
 import sys
 import time
 import warnings
@@ -48,18 +42,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_RESULTS_MD = REPO_ROOT / "benchmarks" / "RESULTS.md"
+from harness import (
+    RESULTS_MD,
+    BenchmarkError,
+    ResultsSection,
+    command_line,
+    dump_json,
+    load_averages,
+    load_experiment_config,
+    machine_line,
+    quiet_ray,
+)
+
 DEFAULT_CONFIG = "tuned_configs/ldp_a3c_laplace.yaml"
-SECTION_START = "<!-- soak:start -->"
-SECTION_END = "<!-- soak:end -->"
+RESULTS = ResultsSection("soak")
 SCOPES = {"agent": "agent", "runner": "env_runner", "env_runner": "env_runner"}
 COUNTERS = ("exact", "count_min")
 MB = 2**20
-
-
-class BenchmarkError(RuntimeError):
-    """A run that must not be reported (bad input, a failed check)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -296,16 +295,15 @@ def timeline_table(result: ArmResult, *, rows: int = 8) -> str:
 def render_section(
     results: Sequence[ArmResult], *, command: str, machine: Mapping[str, Any], notes: str
 ) -> str:
-    """The RESULTS.md block (between the soak markers)."""
+    """This benchmark's RESULTS.md section."""
     tolerance = float(machine.get("tolerance_mb", 10.0))
     parts = [
         "## Soak: PGC-A3C with SimHash counting (`benchmarks/soak.py`)",
         "",
         f"- Command: `{command}`",
-        f"- Machine: {machine['line']}",
+        f"- Machine: {machine['line']} (at the start; shared with other jobs)",
         f"- Load average observed (1, 5, 15 min): start {machine['load_start']}, "
         f"end {machine['load_end']}",
-        f"- Date: {machine['date']}",
         notes,
         "",
         results_table(results, tolerance_mb=tolerance),
@@ -315,15 +313,6 @@ def render_section(
     return "\n".join(parts)
 
 
-def update_results_md(path: Path, content: str) -> None:
-    """Replaces the soak section of ``path`` (or appends it), keeping everything else."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    block = f"{SECTION_START}\n{content.rstrip()}\n{SECTION_END}"
-    section = re.compile(f"{re.escape(SECTION_START)}.*?{re.escape(SECTION_END)}", re.DOTALL)
-    new_text, found = section.subn(lambda _: block, text, count=1)
-    path.write_text(new_text if found else f"{text.rstrip()}\n\n{block}\n", encoding="utf-8")
-
-
 # --------------------------------------------------------------------------------------
 # Running (Ray).
 # --------------------------------------------------------------------------------------
@@ -331,17 +320,7 @@ def update_results_md(path: Path, content: str) -> None:
 
 def load_base_config(path: str) -> dict[str, Any]:
     """The first experiment's ``config:`` of a YAML experiment file (env folded in)."""
-    from rllib_privacy.experiments import load_experiments
-
-    if not os.path.isfile(path) and (REPO_ROOT / path).is_file():
-        path = str(REPO_ROOT / path)
-    if not os.path.isfile(path):
-        raise BenchmarkError(f"experiment file {path!r} not found")
-    try:
-        experiments = load_experiments(path, has_gpus=False).experiments
-    except Exception as e:  # ExperimentFileError and friends: report, don't trace.
-        raise BenchmarkError(f"cannot load {path}: {e}") from None
-    return dict(experiments[0].param_space)
+    return load_experiment_config(path)
 
 
 def build_config(base: Mapping[str, Any], arm: Arm, args: argparse.Namespace) -> Any:
@@ -451,29 +430,8 @@ def run_arm(arm: Arm, base: Mapping[str, Any], args: argparse.Namespace) -> ArmR
         algo.stop()
 
 
-def machine_line() -> str:
-    """CPU count and model, RAM, versions."""
-    import psutil
-    import ray
-    import torch
-
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{len(os.sched_getaffinity(0))} CPUs ({model}), "
-        f"{psutil.virtual_memory().total / 2**30:.1f} GiB RAM, shared with other jobs; "
-        f"Python {platform.python_version()}, ray {ray.__version__}, torch {torch.__version__}"
-    )
-
-
 def _load() -> str:
-    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return ", ".join(f"{x:.2f}" for x in load_averages())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -504,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an arm's RSS is 'flat' if its fitted growth over the run is at most this",
     )
     parser.add_argument("--write-results", action="store_true")
-    parser.add_argument("--results-md", type=Path, default=DEFAULT_RESULTS_MD)
+    parser.add_argument("--results-md", type=Path, default=RESULTS_MD)
     parser.add_argument("--json", type=Path, default=None, help="also write raw samples")
     parser.add_argument("--note", default="", help="extra sentence for RESULTS.md")
     parser.add_argument("-q", "--quiet", dest="verbose", action="store_false")
@@ -515,8 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the arms, prints the tables, writes results; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    words = list(sys.argv[1:] if argv is None else argv)
-    command = shlex.join(["python", "benchmarks/soak.py", *words])
+    command = command_line(__file__, argv)
     if args.minutes is None and args.submissions is None:
         args.minutes = 10.0
     for name in ("num_env_runners", "num_cpus", "num_bits", "submissions_per_iteration"):
@@ -534,23 +491,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, BenchmarkError) as e:
         parser.error(str(e))
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    quiet_ray()
     warnings.filterwarnings("ignore")
-    for name in ("ray", "ray.rllib", "ray.tune"):
-        logging.getLogger(name).setLevel(logging.ERROR)
     import ray
 
     machine = {"load_start": _load(), "tolerance_mb": args.flat_tolerance_mb}
     results: list[ArmResult] = []
     ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     try:
-        machine["line"] = machine_line()
+        machine["line"] = machine_line(load=False)  # loads: the line below
         for arm in arms:
             print(f"arm {arm.label} (load {_load()})", flush=True)
             results.append(run_arm(arm, base, args))
     finally:
         ray.shutdown()
     machine["load_end"] = _load()
-    machine["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print()
     print(results_table(results, tolerance_mb=args.flat_tolerance_mb))
     problems = {r.arm.label: check_ledger(r) for r in results}
@@ -569,12 +524,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.note:
         notes += f"\n- Note: {args.note}"
     if args.write_results:
-        update_results_md(
+        RESULTS.write(
             args.results_md, render_section(results, command=command, machine=machine, notes=notes)
         )
         print(f"\nwrote {args.results_md}")
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "command": command,
             "machine": machine,
@@ -586,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for r in results
             ],
         }
-        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+        dump_json(args.json, payload)
     return 1 if any(problems.values()) else 0
 
 

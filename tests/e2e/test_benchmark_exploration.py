@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import BENCH_DIR, benchmark_fixture
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "exploration.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("exploration_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+_PATH = BENCH_DIR / "exploration.py"
+bench = benchmark_fixture("exploration")
 
 
 def test_script_does_not_import_ray_at_module_level() -> None:
@@ -72,10 +62,10 @@ def test_success_table_counts_solved_runs(bench) -> None:
 def test_results_md_section_is_replaced_not_duplicated(bench, tmp_path: Path) -> None:
     path = tmp_path / "RESULTS.md"
     path.write_text("# Benchmark results\n\nother section\n")
-    bench.update_results_md(path, "first")
-    bench.update_results_md(path, "second")
+    bench.RESULTS.write(path, "first")
+    bench.RESULTS.write(path, "second")
     text = path.read_text()
-    assert text.count(bench.SECTION_START) == 1 and "second" in text and "first" not in text
+    assert text.count(bench.RESULTS.start) == 1 and "second" in text and "first" not in text
     assert "other section" in text
 
 

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_modules import benchmark_fixture
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "journal_overhead.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("journal_overhead_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+bench = benchmark_fixture("journal_overhead")
 
 
 def test_bad_arguments_are_rejected(bench, tmp_path: Path) -> None:
@@ -38,9 +27,14 @@ def test_appends_are_measured_and_cleaned_up(bench, tmp_path: Path) -> None:
 def test_section_is_inserted_then_replaced(bench, tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
     results.write_text("# Results\n\nother text\n")
-    bench.write_section(results, "first")
-    bench.write_section(results, "second")
+    bench.RESULTS.write(results, "first")
+    bench.RESULTS.write(results, "second")
     text = results.read_text()
     assert text.startswith("# Results\n\nother text\n")
-    assert text.count(bench.SECTION_START) == 1 and "first" not in text
-    assert f"{bench.SECTION_START}\nsecond\n{bench.SECTION_END}" in text
+    assert text.count(bench.RESULTS.start) == 1 and "first" not in text
+    assert f"{bench.RESULTS.start}\nsecond\n{bench.RESULTS.end}" in text
+
+
+def test_missing_experiment_file_is_a_clear_error_before_ray(bench, tmp_path, capsys) -> None:
+    assert bench.main(["--config", str(tmp_path / "absent.yaml"), "--no-write"]) == 2
+    assert "absent.yaml" in capsys.readouterr().err

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
-import pytest
+from benchmark_modules import benchmark_fixture
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "pate.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("pate_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+bench = benchmark_fixture("pate")
 
 
 def test_table_formats_floats_and_missing_values(bench) -> None:
@@ -37,8 +25,8 @@ def test_variants_option(bench) -> None:
 def test_results_md_parts_are_replaced_in_place(bench, tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
     results.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep\n<!-- other:end -->\n")
-    bench.update_results_md(results, {"digits": "first", "rl": "rl one"})
-    bench.update_results_md(results, {"digits": "second"})
+    bench.RESULTS.write(results, {"digits": "first", "rl": "rl one"})
+    bench.RESULTS.write(results, {"digits": "second"})
     text = results.read_text()
     assert "keep" in text and "second" in text and "first" not in text and "rl one" in text
     assert text.count("<!-- pate:start -->") == 1 and text.count("<!-- pate:digits:start -->") == 1

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_modules import BENCH_DIR, benchmark_fixture
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
+_PATH = BENCH_DIR / "soak.py"
 MB = 2**20
-
-
-@pytest.fixture(scope="module")
-def soak():
-    """The script as a module (benchmarks/ is not a package: import it from its folder)."""
-    sys.path.insert(0, str(_PATH.parent))
-    try:
-        yield importlib.import_module(_PATH.stem)
-    finally:
-        sys.path.remove(str(_PATH.parent))
-        sys.modules.pop(_PATH.stem, None)
+soak = benchmark_fixture("soak", name="soak")
 
 
 def _samples(soak, table_mb_per_1k: float, rss_mb_per_1k: float, n: int = 20, noise=0.0):
@@ -116,11 +104,11 @@ def test_ledger_check_catches_every_mismatch(soak) -> None:
 def test_results_md_section_is_replaced_in_place(soak, tmp_path) -> None:
     path = tmp_path / "RESULTS.md"
     path.write_text("# Benchmark results\n\n<!-- other:start -->\nkeep\n<!-- other:end -->\n")
-    soak.update_results_md(path, "first run")
-    soak.update_results_md(path, "second run")
+    soak.RESULTS.write(path, "first run")
+    soak.RESULTS.write(path, "second run")
     text = path.read_text()
     assert "keep" in text and "second run" in text and "first run" not in text
-    assert text.count(soak.SECTION_START) == 1 and text.count(soak.SECTION_END) == 1
+    assert text.count(soak.RESULTS.start) == 1 and text.count(soak.RESULTS.end) == 1
 
 
 @pytest.mark.ray
