@@ -1,5 +1,10 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
+Every ledger (:class:`TeacherLedger`, :class:`LDPLedger`, :class:`PATELedger`) implements
+:class:`Ledger` (:mod:`.ledger`: privacy unit, identity, spent/remaining/releases, state), and
+every journaled component uses the one write-ahead journal, :class:`ReplayJournal`
+(:mod:`.journal`).
+
 Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), and privacy
 amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
 reports, Feldman, McMillan & Talwar, FOCS 2021).
@@ -17,12 +22,15 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_privacy,
 )
 from rllib_privacy.accounting.journal import (
+    JournalNotFoundError,
     PrivacyJournal,
     PrivacyJournalError,
+    ReplayJournal,
     default_journal_dir,
     journal_file,
 )
 from rllib_privacy.accounting.ldp_ledger import LDPLedger, per_submission_epsilon
+from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.accounting.pate import (
     PATEEpsilon,
     PATELedger,
@@ -51,11 +59,14 @@ from rllib_privacy.accounting.teacher_ledger import (
 __all__ = [
     "COMPOSITIONS",
     "DirichletPrivacy",
+    "JournalNotFoundError",
     "LDPLedger",
+    "Ledger",
     "PATEEpsilon",
     "PATELedger",
     "PrivacyJournal",
     "PrivacyJournalError",
+    "ReplayJournal",
     "TeacherLedger",
     "advanced_composition_epsilon",
     "compose_advanced",
