@@ -70,7 +70,7 @@ class ObservationInfo:
 
 @dataclasses.dataclass(frozen=True)
 class ExplorationSpec:
-    """The ``count_exploration`` settings (README "Count-based exploration" keys table).
+    """The ``count_exploration`` settings (keys table: docs/components/count-exploration.md).
 
     Attributes mirror the dict keys; see :meth:`from_dict`.
     """

@@ -73,8 +73,8 @@ class GradientMechanism:
             :func:`~rllib_privacy.mechanisms.prs_reduced_dim`. Must be None otherwise.
         debias: PRS only: rescale the output to be unbiased when nothing is clipped (see
             :func:`~rllib_privacy.mechanisms.projected_random_sign`). Must be False otherwise.
-        secure_mode: Floating-point-safe noise from OpenDP / OS entropy (README "Secure
-            noise"); same ε, the ``rng`` passed to :meth:`privatize` is then ignored.
+        secure_mode: Floating-point-safe noise from OpenDP / OS entropy
+            (docs/secure-noise.md); same ε, the ``rng`` passed to :meth:`privatize` is then ignored.
 
     Raises:
         PrivacyConfigError: (a ``ValueError``) naming the offending field and what is

@@ -1,6 +1,6 @@
 """Secure noise: floating-point-safe samplers, OS-entropy generators, per-agent streams.
 
-What ``secure_mode=True`` means for every mechanism of the package (README "Secure noise"):
+What ``secure_mode=True`` means for every mechanism of the package (docs/secure-noise.md):
 
 - **Laplace and Gaussian noise** come from OpenDP's samplers (``opendp.measurements``
   ``make_laplace`` / ``make_gaussian``), never from ``loc + scale·ln(U)`` on floats.
