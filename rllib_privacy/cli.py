@@ -827,9 +827,11 @@ def _plot_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--group-by",
-        required=True,
+        default=plotting.SAME_CONFIG,
         metavar="KEY",
-        help="config key with one curve per value; nested keys with '/', e.g. env_config/gravity",
+        help="config key with one curve per value; nested keys with '/', e.g. "
+        "env_config/gravity (default: one curve per config, trials that differ only in "
+        "their seed pooled)",
     )
     parser.add_argument(
         "--metric",

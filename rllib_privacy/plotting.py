@@ -4,8 +4,8 @@ Reads the folders that ``rllib train -f`` (Ray Tune 2.60) writes: an experiment 
 one folder per trial with ``params.json`` (the trial's resolved config, nested as in the
 experiment file), ``result.json`` (one JSON result per line, nested dicts) and
 ``progress.csv`` (the same results flattened with ``/``). Trials are grouped by one config
-key; within a group the trials (seeds) are aggregated point-wise into a median and a
-percentile band, the way Gohari et al. (kickstarting with the Dirichlet mechanism) report
+key, or (by default) by their whole config apart from the seed; within a group the trials
+(seeds) are aggregated point-wise into a median and a percentile band, the way Gohari et al. (kickstarting with the Dirichlet mechanism) report
 "the median and the 85th percentile over 30 seeds". We read that as a central band from the
 15th to the 85th percentile (``band=85``; ``band=p`` gives ``[100 - p, p]``).
 
@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.experiments.legacy import translate_metric_key
 
 #: The metric plotted by default.
 DEFAULT_METRIC = "env_runners/episode_return_mean"
@@ -57,6 +58,31 @@ DEFAULT_POINTS = 500
 
 #: Config keys that are expected to differ between the seeds of one group.
 SEED_KEYS = frozenset({"seed"})
+
+#: ``group_by`` value meaning: group trials whose configs are equal apart from the seed.
+SAME_CONFIG = ""
+
+#: Axis names of well-known result keys (the key itself is shown beside the name).
+AXIS_NAMES = {
+    "timesteps_total": "env steps",
+    "num_env_steps_sampled_lifetime": "env steps",
+    "env_runners/num_env_steps_sampled_lifetime": "env steps",
+    "training_iteration": "training iterations",
+    "time_total_s": "time (s)",
+    "submissions": "submissions",
+    "ldp/submissions": "submissions",
+    "env_runners/episode_return_mean": "episode return",
+    "evaluation/env_runners/episode_return_mean": "evaluation episode return",
+    "episode_return_mean": "episode return",
+    "score_mean": "score (episode length)",
+    "ldp/score_moving_mean": "score, moving mean",
+    "ldp/eval_return_mean": "greedy evaluation return",
+    "privacy/epsilon_spent": "ε spent",
+    "teacher_epsilon_spent": "teacher ε spent",
+    "exploration/extrinsic_return_mean": "return without bonus",
+    "ilm/kl_ratio": "KL ratio to uniform Laplace",
+    "kl_ratio": "KL ratio to uniform Laplace",
+}
 
 _PARAMS_FILE = "params.json"
 _RESULT_FILE = "result.json"
@@ -136,10 +162,15 @@ class GroupCurve:
         return len(self.trials)
 
     @property
+    def name(self) -> str:
+        """The group's name, see :func:`group_name`."""
+        return group_name(self.group_by, self.value)
+
+    @property
     def label(self) -> str:
         """The legend entry: ``KEY=value (n seeds)``."""
         seeds = "seed" if self.num_trials == 1 else "seeds"
-        return f"{self.group_by}={format_value(self.value)} ({self.num_trials} {seeds})"
+        return f"{self.name} ({self.num_trials} {seeds})"
 
     def final_summary(self) -> tuple[float, float, float]:
         """Median and ``[100 - band, band]`` percentiles of the trials' final values."""
@@ -371,6 +402,17 @@ def format_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def group_name(group_by: str, value: Any) -> str:
+    """``KEY=value``; for :data:`SAME_CONFIG`, the keys that set the group apart.
+
+    E.g. ``lr=0.001, mechanism=laplace``, or ``all trials`` when there is one group.
+    """
+    if group_by == SAME_CONFIG:
+        items = value.items() if isinstance(value, Mapping) else ()
+        return ", ".join(f"{k}={format_value(v)}" for k, v in items) or "all trials"
+    return f"{group_by}={format_value(value)}"
+
+
 def _group_sort_key(value: Any) -> tuple[int, float, str]:
     number = _number(value) if not isinstance(value, bool) else None
     if number is not None:
@@ -379,15 +421,23 @@ def _group_sort_key(value: Any) -> tuple[int, float, str]:
 
 
 def group_trials(
-    trials: Iterable[TrialResults], group_by: str
+    trials: Iterable[TrialResults], group_by: str = SAME_CONFIG
 ) -> list[tuple[Any, list[TrialResults]]]:
     """Group trials by the value of one config key, numbers in increasing order first.
+
+    With ``group_by`` :data:`SAME_CONFIG` (``""``), trials whose configs are equal apart
+    from :data:`SEED_KEYS` form a group (the seeds, or Tune samples, of one setting); each
+    group's value is then the mapping of the flattened config keys in which the groups
+    differ (empty when there is one group).
 
     Raises:
         PrivacyConfigError: A trial has no config, or its config lacks ``group_by`` (the
             message names the trial and suggests a close key).
 
     """
+    trials = list(trials)
+    if group_by == SAME_CONFIG:
+        return _group_by_config(trials)
     groups: dict[str, tuple[Any, list[TrialResults]]] = {}
     for trial in trials:
         if trial.config is None:
@@ -405,6 +455,30 @@ def group_trials(
         identity = json.dumps(value, sort_keys=True, default=str)
         groups.setdefault(identity, (value, []))[1].append(trial)
     return sorted(groups.values(), key=lambda group: _group_sort_key(group[0]))
+
+
+def _group_by_config(trials: Sequence[TrialResults]) -> list[tuple[Any, list[TrialResults]]]:
+    """Group trials equal apart from the seed; value: the keys in which groups differ."""
+    groups: dict[str, tuple[dict[str, Any], list[TrialResults]]] = {}
+    for trial in trials:
+        config = {
+            k: v
+            for k, v in flatten(trial.config or {}).items()
+            if k.split("/")[-1] not in SEED_KEYS
+        }
+        identity = json.dumps(config, sort_keys=True, default=str)
+        groups.setdefault(identity, (config, []))[1].append(trial)
+    configs = [config for config, _ in groups.values()]
+    missing = object()
+    differing = sorted(
+        key
+        for key in set().union(*configs)
+        if len({json.dumps(c.get(key, missing), sort_keys=True, default=str) for c in configs}) > 1
+    )
+    result = [
+        ({k: config.get(k) for k in differing}, members) for config, members in groups.values()
+    ]
+    return sorted(result, key=lambda g: [_group_sort_key(v) for v in g[0].values()])
 
 
 def _suggest(key: str, available: Iterable[str], shown: int = 8) -> str:
@@ -481,7 +555,7 @@ def trial_curve(
 def aggregate_curves(
     trials: Sequence[TrialResults],
     *,
-    group_by: str,
+    group_by: str = SAME_CONFIG,
     metric: str = DEFAULT_METRIC,
     x: str | None = None,
     band: float = DEFAULT_BAND,
@@ -503,7 +577,8 @@ def aggregate_curves(
 
     Args:
         trials: Trials, e.g. from :func:`load_trials`.
-        group_by: The config key (``/`` for nested keys) whose values make the curves.
+        group_by: The config key (``/`` for nested keys) whose values make the curves;
+            :data:`SAME_CONFIG` (the default): one curve per config, seeds pooled.
         metric: The result key plotted (``/`` for nested keys).
         x: The result key of the x-axis; default: env steps, the first of
             :data:`DEFAULT_X_KEYS` each trial reports.
@@ -530,7 +605,7 @@ def aggregate_curves(
         _raise_missing(trials, metric, x_keys)
     curves = []
     for value, members in grouped:
-        label = f"{group_by}={format_value(value)}"
+        label = group_name(group_by, value)
         used = [t for t in members if curves_by_trial[t.path] is not None]
         skipped = tuple(t.path for t in members if curves_by_trial[t.path] is None)
         if skipped:
@@ -583,8 +658,6 @@ def _numeric_keys(trials: Sequence[TrialResults]) -> set[str]:
 
 def _resolve_metric(trials: Sequence[TrialResults], metric: str) -> str:
     """Use the new API stack name of an old one (``episode_reward_mean``) if only it exists."""
-    from rllib_privacy.experiments import translate_metric_key  # No Ray import there.
-
     new = translate_metric_key(metric)
     if new != metric and new in (numeric := _numeric_keys(trials)) and metric not in numeric:
         warnings.warn(
@@ -671,11 +744,60 @@ def _aggregate_group(
 # --------------------------------------------------------------------------------------
 
 
+def axis_label(keys: Sequence[str]) -> str:
+    """``env steps (timesteps_total)``: a readable name and the result key(s) it comes from."""
+    keys = list(dict.fromkeys(keys))
+    joined = " / ".join(keys)
+    names = {AXIS_NAMES.get(k) for k in keys}
+    if len(names) == 1 and None not in names:
+        return f"{names.pop()} ({joined})"
+    return joined
+
+
 def x_axis_label(curves: Sequence[GroupCurve]) -> str:
-    """``env steps (timesteps_total)`` for the default keys, else the x key(s)."""
-    keys = list(dict.fromkeys(k for c in curves for k in c.x_keys))
-    names = " / ".join(keys)
-    return f"env steps ({names})" if set(keys) <= set(DEFAULT_X_KEYS) else names
+    """The x-axis label: e.g. ``env steps (timesteps_total)``, ``training iterations (...)``."""
+    return axis_label([k for c in curves for k in c.x_keys])
+
+
+def build_figure(
+    curves: Sequence[GroupCurve], *, metric: str | None = None, title: str | None = None
+) -> Any:
+    """The learning-curve figure (a matplotlib ``Figure`` on an Agg canvas, no pyplot).
+
+    One median line and shaded band per curve; the x-axis names the x key (env steps,
+    training iterations, submissions, ...), the y-axis the metric and its key, the legend
+    the groups and their numbers of seeds.
+
+    Raises:
+        PrivacyConfigError: No curves.
+
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not curves:
+        raise PrivacyConfigError("nothing to plot: no group has a trial with data")
+    figure = Figure(figsize=(7.5, 4.8), dpi=120)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for curve in curves:
+        (line,) = axes.plot(curve.x, curve.median, label=curve.label, linewidth=1.6)
+        axes.fill_between(
+            curve.x, curve.lower, curve.upper, color=line.get_color(), alpha=0.25, linewidth=0
+        )
+    band = curves[0].band
+    metric = metric or curves[0].metric
+    axes.set_xlabel(x_axis_label(curves))
+    axes.set_ylabel(axis_label([metric]))
+    axes.set_title(
+        title
+        if title is not None
+        else f"{metric}: median, {100 - band:g}th–{band:g}th percentile over seeds"
+    )
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    return figure
 
 
 def plot_learning_curves(
@@ -689,7 +811,7 @@ def plot_learning_curves(
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change), so it
     works headless and inside notebooks alike. The format follows the file suffix (PNG
-    for ``.png``); missing parent folders are created.
+    for ``.png``); missing parent folders are created. See :func:`build_figure`.
 
     Args:
         curves: Curves from :func:`aggregate_curves`.
@@ -705,38 +827,19 @@ def plot_learning_curves(
             file cannot be written.
 
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     if not curves:
         raise PrivacyConfigError("nothing to plot: no group has a trial with data")
     path = Path(output).expanduser()
-    figure = Figure(figsize=(7.5, 4.8), dpi=120)
-    canvas = FigureCanvasAgg(figure)
-    suffix = path.suffix.lstrip(".").lower()
-    if suffix not in canvas.get_supported_filetypes():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in supported:
         raise PrivacyConfigError(
             f"--output: unsupported image type {path.suffix or '(none)'!r}; use .png "
-            f"(or {', '.join('.' + s for s in sorted(canvas.get_supported_filetypes()))})"
+            f"(or {', '.join('.' + s for s in sorted(supported))})"
         )
-    axes = figure.add_subplot()
-    for curve in curves:
-        (line,) = axes.plot(curve.x, curve.median, label=curve.label, linewidth=1.6)
-        axes.fill_between(
-            curve.x, curve.lower, curve.upper, color=line.get_color(), alpha=0.25, linewidth=0
-        )
-    band = curves[0].band
-    metric = metric or curves[0].metric
-    axes.set_xlabel(x_axis_label(curves))
-    axes.set_ylabel(metric)
-    axes.set_title(
-        title
-        if title is not None
-        else f"{metric}: median, {100 - band:g}th–{band:g}th percentile over seeds"
-    )
-    axes.grid(True, alpha=0.3)
-    axes.legend(loc="best", fontsize="small")
-    figure.tight_layout()
+    figure = build_figure(curves, metric=metric, title=title)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path)
@@ -761,7 +864,7 @@ def format_table(curves: Sequence[GroupCurve]) -> str:
         median, low, high = curve.final_summary()
         rows.append(
             (
-                f"{curve.group_by}={format_value(curve.value)}",
+                curve.name,
                 str(curve.num_trials),
                 f"{np.median(curve.final_x):.6g}",
                 f"{median:.4g}",

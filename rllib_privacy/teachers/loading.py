@@ -9,7 +9,12 @@ A teacher is named in YAML by a path (``teacher_checkpoint``). Accepted, in this
 * a Tune experiment folder with exactly one trial: that trial's newest checkpoint.
 
 Paths are resolved to absolute paths before Ray starts, because Tune runs each trial in
-its own working directory.
+its own working directory (``rllib train`` first resolves a relative path against the
+storage path; see ``docs/cli.md``).
+
+A teacher must be a PPO-family policy (PPO, KickstartPPO, PATEPPO, ExplorationPPO: RLlib's
+default PPO module, an MLP encoder and a ``pi`` head whose Lipschitz constant the Dirichlet
+mechanism needs). A checkpoint of another algorithm, e.g. LDPA3C or DQN, is refused by name.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ def resolve_teacher_checkpoint(
             "`rllib train -f tuned_configs/kickstart_teacher_cartpole.yaml`)"
         )
     if _is_module_dir(root):
+        _check_teacher_kind(root, path=path, key=key)
         return root
     checkpoint = _newest_checkpoint(root, key=key) if not _is_algorithm_checkpoint(root) else root
     module_dir = checkpoint.joinpath(*_MODULE_SUBPATH, module_id)
@@ -57,7 +63,54 @@ def resolve_teacher_checkpoint(
             f"{key}: checkpoint {str(checkpoint)!r} has no RLModule {module_id!r} "
             f"(modules found: {found or 'none'})"
         )
+    _check_teacher_kind(module_dir, path=path, key=key)
     return module_dir
+
+
+def _pickled_class(ctor_file: Path) -> type | None:
+    """The class stored in a ``class_and_ctor_args.pkl``; None if it cannot be read."""
+    import pickle
+
+    try:
+        with open(ctor_file, "rb") as f:
+            cls = pickle.load(f).get("class")
+    except Exception:  # Unreadable or foreign files: loading the module reports them.
+        return None
+    return cls if isinstance(cls, type) else None
+
+
+def _check_teacher_kind(module_dir: Path, *, path: str | Path, key: str) -> None:
+    """Refuse a module that is not a PPO-family policy, naming the algorithm that wrote it.
+
+    Without this, e.g. an LDPA3C checkpoint fails much later with a misleading message
+    about the teacher's Lipschitz constant.
+    """
+    module_cls = _pickled_class(module_dir / "class_and_ctor_args.pkl")
+    if module_cls is None:
+        return
+    from ray.rllib.algorithms.ppo.default_ppo_rl_module import DefaultPPORLModule
+
+    if issubclass(module_cls, DefaultPPORLModule):
+        return
+    algorithm = next(
+        (
+            cls.__name__
+            for folder in module_dir.parents
+            if (folder / "rllib_checkpoint.json").is_file()
+            and (cls := _pickled_class(folder / "class_and_ctor_args.pkl")) is not None
+            and not issubclass(cls, DefaultPPORLModule)
+            and cls.__name__ != module_cls.__name__
+        ),
+        None,
+    )
+    # Algorithm names are acronyms: "an LDPA3C", "a DQN".
+    article = "an" if algorithm and algorithm[0] in "AEFHILMNORSX" else "a"
+    what = f"{article} {algorithm} checkpoint" if algorithm else "a checkpoint"
+    raise PrivacyConfigError(
+        f"{key} {str(path)!r} is {what} (its policy module is {module_cls.__name__}); a teacher "
+        "must be a policy trained with PPO, KickstartPPO, PATEPPO or ExplorationPPO (RLlib's "
+        "default PPO module), e.g. `rllib train -f tuned_configs/kickstart_teacher_cartpole.yaml`"
+    )
 
 
 def load_teacher_module(module_dir: str | Path) -> Any:

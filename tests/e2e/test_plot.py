@@ -219,7 +219,7 @@ def test_x_falls_back_to_lifetime_env_steps_and_can_be_chosen(tmp_path: Path) ->
     )
     np.testing.assert_array_equal(by_iteration[0].x, np.arange(1, 12))
     np.testing.assert_allclose(by_iteration[0].median, STEPS)
-    assert plotting.x_axis_label(by_iteration) == "training_iteration"
+    assert plotting.x_axis_label(by_iteration) == "training iterations (training_iteration)"
 
 
 def test_resumed_trial_keeps_the_rerun_iterations(tmp_path: Path) -> None:
@@ -439,13 +439,53 @@ def test_cli_plot_errors(
     assert not (tmp_path / "p.png").exists()
 
 
-def test_cli_plot_empty_folder_and_missing_group_by(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_plot_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert tools_main(["plot", str(tmp_path), "--group-by", "epsilon"]) == 2
     assert capsys.readouterr().err.startswith("error: RESULTS_DIR: no Tune trial folders")
-    assert tools_main(["plot", str(tmp_path)]) == 2  # --group-by is required.
-    assert "--group-by" in capsys.readouterr().err
+    assert tools_main(["plot", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: RESULTS_DIR: no Tune trial folders")
+
+
+def test_without_group_by_trials_differing_only_in_seed_are_one_curve(sweep: Path) -> None:
+    by_key = _quiet_aggregate(plotting.load_trials([sweep]), group_by="epsilon")
+    by_config = _quiet_aggregate(plotting.load_trials([sweep]))
+    assert [c.label for c in by_config] == ["epsilon=1 (3 seeds)", "epsilon=10 (2 seeds)"]
+    for key_curve, config_curve in zip(by_key, by_config, strict=True):
+        np.testing.assert_allclose(config_curve.median, key_curve.median)
+        np.testing.assert_allclose(config_curve.lower, key_curve.lower)
+        assert config_curve.trials == key_curve.trials
+
+
+def test_without_group_by_a_second_differing_key_names_both(tmp_path: Path) -> None:
+    for index, (epsilon, gravity, seed) in enumerate(
+        [(1.0, 9.8, 0), (1.0, 9.8, 1), (1.0, 9.9, 0), (5.0, 9.8, 0)]
+    ):
+        config = _config(epsilon, seed, gravity)
+        write_trial(tmp_path / f"trial_{index}", config, STEPS, (index + 1) * STEPS)
+    curves = _quiet_aggregate(plotting.load_trials([tmp_path]))
+    assert [c.label for c in curves] == [
+        "env_config/gravity=9.8, epsilon=1 (2 seeds)",
+        "env_config/gravity=9.8, epsilon=5 (1 seed)",
+        "env_config/gravity=9.9, epsilon=1 (1 seed)",
+    ]
+    one = _quiet_aggregate(plotting.load_trials([tmp_path / "trial_0", tmp_path / "trial_1"]))
+    assert [c.label for c in one] == ["all trials (2 seeds)"]
+
+
+def test_figure_axes_name_x_and_metric_and_legend_names_groups(sweep: Path) -> None:
+    trials = plotting.load_trials([sweep])
+    axes = plotting.build_figure(_quiet_aggregate(trials)).axes[0]
+    assert axes.get_xlabel() == "env steps (timesteps_total)"
+    assert axes.get_ylabel() == "episode return (env_runners/episode_return_mean)"
+    legend = [text.get_text() for text in axes.get_legend().get_texts()]
+    assert legend == ["epsilon=1 (3 seeds)", "epsilon=10 (2 seeds)"]
+    assert len(axes.lines) == 2 and len(axes.collections) == 2  # Median lines and bands.
+    by_iteration = _quiet_aggregate(trials, x="training_iteration", metric="timesteps_total")
+    axes = plotting.build_figure(by_iteration).axes[0]
+    assert axes.get_xlabel() == "training iterations (training_iteration)"
+    assert axes.get_ylabel() == "env steps (timesteps_total)"
+    submissions = _quiet_aggregate(trials, x="timesteps_total", metric="done")
+    assert plotting.build_figure(submissions).axes[0].get_ylabel() == "done"
 
 
 @settings(max_examples=30, deadline=None)
