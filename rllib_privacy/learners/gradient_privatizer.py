@@ -17,6 +17,13 @@ The mechanism comes from, in this order:
    ``learner_config_dict: {ldp_gradient: {name: laplace, epsilon: 5.0, clip: 0.01}}``.
 
 If neither is set the mixin is a no-op.
+
+Every privatized gradient is one release, recorded in a per-module
+:class:`~rllib_privacy.accounting.LDPLedger` (privacy unit: the learner's training data,
+everything its gradients are computed from, as one "agent"; updates compose sequentially).
+The learner reports ``privacy/epsilon_spent``, ``privacy/delta_spent`` and
+``privacy/releases`` from it under its module's results, and the ledgers are part of the
+Learner's checkpointed state (a restored run continues the spent budget).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import ModuleID, ParamDict
 
+from rllib_privacy.accounting import LDPLedger
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import GradientMechanism, os_entropy_generator
 from rllib_privacy.utils import metrics as keys
@@ -36,6 +44,10 @@ from rllib_privacy.utils import metrics as keys
 #: ``learner_config_dict`` key read by the mixin when the config has no
 #: ``get_gradient_mechanism()``.
 LEARNER_CONFIG_KEY = "ldp_gradient"
+#: Learner state key of the privatizer's ledgers (``{module_id: LDPLedger.state_dict()}``).
+COMPONENT_PRIVACY_LEDGERS = "privacy_ledgers"
+#: The one "agent" of a learner's ledger: all of the learner's training data.
+LEARNER_AGENT_ID = "learner"
 
 
 def gradient_mechanism_from_config(config: Any) -> GradientMechanism | None:
@@ -72,6 +84,7 @@ class LDPGradientPrivatizerMixin:
 
     _privatizer_rng: np.random.Generator | None = None
     _privatizer_mechanisms: dict[ModuleID, GradientMechanism | None]
+    _privacy_ledgers: dict[ModuleID, LDPLedger]
 
     def set_privatizer_rng(self, rng: np.random.Generator) -> None:
         """Sets the generator the mechanism draws its noise from."""
@@ -85,6 +98,37 @@ class LDPGradientPrivatizerMixin:
         if module_id not in cache:
             cache[module_id] = gradient_mechanism_from_config(config)
         return cache[module_id]
+
+    def privacy_ledger(self, module_id: ModuleID) -> LDPLedger:
+        """The ledger of ``module_id``'s releases (created empty on first use)."""
+        ledgers = self.__dict__.setdefault("_privacy_ledgers", {})
+        if module_id not in ledgers:
+            ledgers[module_id] = LDPLedger()
+        return ledgers[module_id]
+
+    @override(Learner)
+    def get_state(
+        self, components: Any = None, *, not_components: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """RLlib's learner state plus the privatizer's ledgers (the spent budget)."""
+        state = super().get_state(  # type: ignore[misc]
+            components, not_components=not_components, **kwargs
+        )
+        ledgers = self.__dict__.get("_privacy_ledgers")
+        if ledgers and self._check_component(  # type: ignore[attr-defined]
+            COMPONENT_PRIVACY_LEDGERS, components, not_components
+        ):
+            state[COMPONENT_PRIVACY_LEDGERS] = {
+                str(module_id): ledger.state_dict() for module_id, ledger in ledgers.items()
+            }
+        return state
+
+    @override(Learner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's learner state and the ledgers (the spent budget never resets)."""
+        super().set_state(state)  # type: ignore[misc]
+        for module_id, ledger_state in state.get(COMPONENT_PRIVACY_LEDGERS, {}).items():
+            self.privacy_ledger(module_id).load_state_dict(ledger_state)
 
     @override(Learner)
     def postprocess_gradients_for_module(
@@ -112,11 +156,14 @@ class LDPGradientPrivatizerMixin:
             size = grads[ref].numel()
             out[ref] = noisy[offset : offset + size].view_as(grads[ref])
             offset += size
+        ledger = self.privacy_ledger(module_id)
+        ledger.record(LEARNER_AGENT_ID, mechanism.epsilon_per_release, mechanism.name)
         metrics = self.metrics  # type: ignore[attr-defined]
         metrics.log_value(
             (module_id, *keys.LDP_NOISE_SCALE.split("/")),
             mechanism.noise_scale(flat.numel()),
             window=1,
         )
-        metrics.log_value((module_id, *keys.PRIVACY_RELEASES.split("/")), 1, reduce="sum")
+        for key, value in ledger.privacy_metrics().items():
+            metrics.log_value((module_id, *key.split("/")), value, window=1)
         return out

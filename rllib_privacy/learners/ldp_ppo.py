@@ -10,6 +10,10 @@ from rllib_privacy.learners.gradient_privatizer import LDPGradientPrivatizerMixi
 class LDPPPOTorchLearner(LDPGradientPrivatizerMixin, PPOTorchLearner):
     """PPOTorchLearner with LDP gradient noise on every update.
 
+    Every noised gradient is one release in the learner's checkpointed ``LDPLedger``; the
+    learner reports ``privacy/epsilon_spent``, ``privacy/delta_spent`` and
+    ``privacy/releases`` under ``learners/<module_id>/`` (see ``gradient_privatizer``).
+
     Configure with ``learner_class`` and ``learner_config_dict``::
 
         config.learners(

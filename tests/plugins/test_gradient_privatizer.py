@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
 
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners import LDPPPOTorchLearner, gradient_mechanism_from_config
@@ -70,6 +71,26 @@ def test_noise_has_the_laplace_scale() -> None:
     assert noise.size > 1000
 
 
+def test_every_release_is_recorded_in_a_checkpointed_ledger() -> None:
+    # Issue #14: LDPPPO reported no epsilon at all.
+    spec = {"name": "laplace", "epsilon": 0.5, "clip": 0.01}
+    learner = _learner(spec)
+    for scale in (1.0, 2.0, 3.0):
+        learner.postprocess_gradients(_gradients(learner, scale))
+    ledger = learner.privacy_ledger(DEFAULT_MODULE_ID)
+    assert ledger.spent == (1.5, 0.0) and ledger.releases == 3
+    assert learner.metrics.peek((DEFAULT_MODULE_ID, "privacy", "epsilon_spent")) == 1.5
+    assert learner.metrics.peek((DEFAULT_MODULE_ID, "privacy", "releases")) == 3
+    assert learner.metrics.peek((DEFAULT_MODULE_ID, "privacy", "delta_spent")) == 0.0
+    # A restored learner continues the spent budget; a fresh one starts at 0.
+    restored = _learner(spec)
+    assert restored.privacy_ledger(DEFAULT_MODULE_ID).releases == 0
+    restored.set_state(learner.get_state())
+    restored.postprocess_gradients(_gradients(restored, 1.0))
+    assert restored.privacy_ledger(DEFAULT_MODULE_ID).spent == (2.0, 0.0)
+    assert restored.metrics.peek((DEFAULT_MODULE_ID, "privacy", "epsilon_spent")) == 2.0
+
+
 def test_bad_mechanism_settings_are_named() -> None:
     config = PPOConfig().learners(
         learner_config_dict={"ldp_gradient": {"name": "laplace", "epsilon": -1.0, "clip": 0.01}}
@@ -82,7 +103,7 @@ def test_bad_mechanism_settings_are_named() -> None:
 
 
 @pytest.mark.ray
-def test_ppo_trains_with_the_mixin_and_reports_the_noise(ray_session) -> None:
+def test_ppo_trains_with_the_mixin_and_reports_the_noise(ray_session, tmp_path) -> None:
     config = (
         PPOConfig()
         .environment("CartPole-v1")
@@ -96,7 +117,20 @@ def test_ppo_trains_with_the_mixin_and_reports_the_noise(ray_session) -> None:
     algo = config.build_algo()
     try:
         learner_results = algo.train()["learners"]["default_policy"]
+        checkpoint = algo.save_to_path(str(tmp_path / "checkpoint"))
     finally:
         algo.stop()
     assert learner_results["ldp"]["noise_scale"] == pytest.approx(0.1 / 4.0)
-    assert learner_results["privacy"]["releases"] >= 2  # 128 / 64 minibatches
+    privacy = learner_results["privacy"]
+    assert privacy["releases"] >= 2  # 128 / 64 minibatches
+    assert privacy["epsilon_spent"] == pytest.approx(4.0 * privacy["releases"])
+    assert privacy["delta_spent"] == 0.0
+    # The ledger is checkpointed with the learner: a restored run continues it.
+    algo = config.build_algo()
+    try:
+        algo.restore_from_path(checkpoint)
+        again = algo.train()["learners"]["default_policy"]["privacy"]
+    finally:
+        algo.stop()
+    assert again["releases"] == 2 * privacy["releases"]
+    assert again["epsilon_spent"] == pytest.approx(4.0 * again["releases"])

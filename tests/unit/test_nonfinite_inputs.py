@@ -305,4 +305,11 @@ def test_privatizer_mixin_releases_finite_gradients() -> None:
     assert set(out) == {"w", "b"}
     assert all(torch.isfinite(g).all() for g in out.values())
     assert not torch.equal(out["w"], grads["w"])  # Noise was added.
-    assert len(learner.metrics.logged) == 2  # Noise scale and one release.
+    # The noise scale, and the ledger's spend after this one release.
+    logged = {"/".join(key[1:]): value for key, value in learner.metrics.logged}
+    assert logged == {
+        "ldp/noise_scale": pytest.approx(0.5),
+        "privacy/epsilon_spent": 2.0,
+        "privacy/delta_spent": 0.0,
+        "privacy/releases": 1,
+    }
