@@ -1,10 +1,11 @@
 """Checks ``rllib train`` makes before Ray starts, beyond validating each experiment.
 
-* Teacher paths: a relative ``teacher_checkpoint`` (KickstartPPO) or ``teacher_checkpoints``
-  (PATEPPO) names a folder in the experiment's storage path, where ``rllib train`` wrote
-  the teacher's experiment (``--storage-path``, else the experiment's ``storage_path``, else
-  ``~/ray_results``). ``./x`` and ``../x`` stay relative to the current folder; absolute
-  and ``~`` paths are used as written. See ``docs/cli.md``.
+* Teacher paths: a relative ``teacher_checkpoint`` (KickstartPPO) or
+  ``pate_teacher_checkpoints`` (PATEPPO; formerly ``teacher_checkpoints``) names a folder
+  in the experiment's storage path, where ``rllib train`` wrote the teacher's experiment
+  (``--storage-path``, else the experiment's ``storage_path``, else ``~/ray_results``).
+  ``./x`` and ``../x`` stay relative to the current folder; absolute and ``~`` paths are
+  used as written. See ``docs/cli.md``.
 * PATE teachers must exist before a PATEPPO experiment starts.
 * A scheduler's ``metric`` must be a result key the experiments report, and its ``mode``
   ``min`` or ``max``.
@@ -23,8 +24,11 @@ from typing import Any
 
 from rllib_privacy.errors import PrivacyConfigError
 
-#: Config keys holding teacher paths, per the algorithm that reads them.
-TEACHER_PATH_KEYS = ("teacher_checkpoint", "teacher_checkpoints")
+#: Config keys holding teacher paths (KickstartPPO's; PATEPPO's, and its older name).
+TEACHER_PATH_KEYS = ("teacher_checkpoint", "pate_teacher_checkpoints", "teacher_checkpoints")
+
+#: PATEPPO's teacher keys: the teachers must exist when the run starts.
+PATE_TEACHER_KEYS = ("pate_teacher_checkpoints", "teacher_checkpoints")
 
 #: Where Tune writes results when neither the file nor the command line says.
 DEFAULT_STORAGE_PATH = "~/ray_results"
@@ -139,17 +143,16 @@ def check_pate_teachers(experiments: Sequence[Any]) -> None:
     """
     for exp in experiments:
         config = exp.config_for(False)
-        if "teacher_checkpoints" not in config:
-            continue
-        from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
-
-        for value in _literal_values(config["teacher_checkpoints"]):
-            if value is None:
+        for key in PATE_TEACHER_KEYS:
+            if config.get(key) is None:
                 continue
-            try:
-                resolve_teacher_checkpoints(value)
-            except PrivacyConfigError as e:
-                raise PrivacyConfigError(f"experiment {exp.name!r}: {e}") from None
+            from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
+
+            for value in _literal_values(config[key]):
+                try:
+                    resolve_teacher_checkpoints(value)
+                except PrivacyConfigError as e:
+                    raise PrivacyConfigError(f"experiment {exp.name!r}: {e}") from None
 
 
 def known_result_keys(algorithm_classes: Sequence[type]) -> tuple[str, ...]:
