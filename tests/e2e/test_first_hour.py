@@ -445,3 +445,24 @@ def test_summary_shows_ilm_and_exploration_headline_metrics(
         "env_runners/episode_return_mean=1.5",
     ):
         assert shown in out, shown
+
+
+# ---- docs/cli.md -----------------------------------------------------------------------
+
+
+def test_cli_docs_examples_use_real_keys_and_no_internal_references() -> None:
+    import re
+
+    from rllib_privacy import KickstartPPOConfig
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    # The kickstart sweep's c is `teacher_vanishing_coefficient` (k ← c·k each rollout).
+    assert "--group-by teacher_vanishing_coefficient" in text
+    assert "teacher_vanishing_coefficient" in KickstartPPOConfig().to_dict()
+    assert not re.search(r"(?<!teacher_)vanishing_coefficient", text)
+    assert "kickstart-sweep-cartpole" in yaml.safe_load(
+        (
+            Path(__file__).resolve().parents[2] / "tuned_configs/kickstart_sweep_cartpole.yaml"
+        ).read_text()
+    )
+    assert "DESIGN" not in text and "README" not in text
