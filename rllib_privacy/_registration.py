@@ -1,4 +1,9 @@
-"""Registers this package's algorithms with Tune and its envs with gymnasium."""
+"""Registers this package's algorithms with Tune and its envs with gymnasium and Tune.
+
+Nothing is imported at module level: the ``rllib`` command and the experiment-file
+loader import this module at start-up, and registering imports Ray, RLlib, torch and
+every algorithm, which only ``register_all`` (when something will run) should pay for.
+"""
 
 from __future__ import annotations
 
@@ -19,38 +24,26 @@ def register_all() -> None:
     global _registered
     if _registered:
         return
-    from ray.tune.registry import register_env, register_trainable
-
-    from rllib_privacy.algorithms.kickstart_ppo import KickstartPPO
-    from rllib_privacy.algorithms.ldp_a3c import LDPA3C
-    from rllib_privacy.algorithms.pate_ppo import PATEPPO
-    from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity, register_envs
-
-    register_envs()
-    # Also a Tune env: EnvRunner processes then get the creator from Ray's registry,
-    # whether or not they imported this package themselves.
-    register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
-    from rllib_privacy.envs import ACROBOT_MASS_ENV_ID, make_acrobot_mass
-
-    register_env(ACROBOT_MASS_ENV_ID, make_acrobot_mass)
-    from rllib_privacy.envs import INSTANCE_LAPLACE_ENV_ID, make_instance_laplace
-
-    register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)
-    from rllib_privacy.envs import TIME_LIMIT_AS_TERMINAL_ENV_ID, make_time_limit_as_terminal
-
-    register_env(TIME_LIMIT_AS_TERMINAL_ENV_ID, make_time_limit_as_terminal)
-    register_trainable("LDPA3C", LDPA3C)
-    register_trainable("KickstartPPO", KickstartPPO)
-    _register_count_exploration()
-    register_trainable("PATEPPO", PATEPPO)
-    _registered = True
-
-
-def _register_count_exploration() -> None:
+    # Lazy (see the module docstring): Ray, torch and the algorithms load here.
     from ray.tune.registry import register_env, register_trainable
 
     from rllib_privacy.algorithms.count_exploration import ExplorationDQN, ExplorationPPO
-    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car
+    from rllib_privacy.algorithms.kickstart_ppo import KickstartPPO
+    from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+    from rllib_privacy.algorithms.pate_ppo import PATEPPO
+    from rllib_privacy.envs import (
+        ACROBOT_MASS_ENV_ID,
+        CARTPOLE_GRAVITY_ENV_ID,
+        INSTANCE_LAPLACE_ENV_ID,
+        SPARSE_MOUNTAIN_CAR_ENV_ID,
+        TIME_LIMIT_AS_TERMINAL_ENV_ID,
+        make_acrobot_mass,
+        make_cartpole_gravity,
+        make_instance_laplace,
+        make_sparse_mountain_car,
+        make_time_limit_as_terminal,
+        register_envs,
+    )
     from rllib_privacy.envs.atari_pixels import (
         ATARI_PIXELS_ENV_ID,
         ATARI_RAM_ENV_ID,
@@ -58,8 +51,19 @@ def _register_count_exploration() -> None:
         make_atari_ram,
     )
 
+    register_envs()
+    # Also Tune envs: EnvRunner processes then get the creator from Ray's registry,
+    # whether or not they imported this package themselves.
+    register_env(CARTPOLE_GRAVITY_ENV_ID, make_cartpole_gravity)
+    register_env(ACROBOT_MASS_ENV_ID, make_acrobot_mass)
+    register_env(INSTANCE_LAPLACE_ENV_ID, make_instance_laplace)
+    register_env(TIME_LIMIT_AS_TERMINAL_ENV_ID, make_time_limit_as_terminal)
     register_env(SPARSE_MOUNTAIN_CAR_ENV_ID, make_sparse_mountain_car)
     register_env(ATARI_PIXELS_ENV_ID, make_atari_pixels)
     register_env(ATARI_RAM_ENV_ID, make_atari_ram)
+    register_trainable("LDPA3C", LDPA3C)
+    register_trainable("KickstartPPO", KickstartPPO)
     register_trainable("ExplorationPPO", ExplorationPPO)
     register_trainable("ExplorationDQN", ExplorationDQN)
+    register_trainable("PATEPPO", PATEPPO)
+    _registered = True

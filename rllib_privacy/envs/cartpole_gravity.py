@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv, CartPoleVectorEnv
 
+from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
 
 #: Gravity coefficients of the paper's evaluation (§4, "Evaluation Task").
@@ -125,8 +126,6 @@ def check_env_config(
         PrivacyConfigError: Not a mapping, an unknown key (with a suggestion) or a bad value.
 
     """
-    from rllib_privacy.experiments import did_you_mean
-
     if env_config is None:
         return {}
     if not isinstance(env_config, Mapping):

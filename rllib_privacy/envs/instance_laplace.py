@@ -45,6 +45,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rllib_privacy._validation import did_you_mean
 from rllib_privacy.accounting.pdp import instance_privacy_losses
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.instance_laplace import (
@@ -135,8 +136,6 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
     config = dict(env_config or {})
     unknown = sorted(set(config) - set(ENV_CONFIG_KEYS))
     if unknown:
-        from rllib_privacy.experiments import did_you_mean
-
         raise PrivacyConfigError(
             f"env_config key {unknown[0]!r} is not known to InstanceWiseLaplace"
             f"{did_you_mean(unknown[0], ENV_CONFIG_KEYS)}; allowed: {list(ENV_CONFIG_KEYS)}"

@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv
 
+from rllib_privacy.envs.registry import SPARSE_MOUNTAIN_CAR_ENV_ID, register_envs
+
 
 class SparseMountainCarEnv(MountainCarEnv):
     """MountainCarEnv whose reward is 1.0 at the goal (termination) and 0.0 otherwise.
@@ -54,7 +56,5 @@ def make_sparse_mountain_car(env_config: dict | None = None) -> gym.Env:
 
     E.g. ``max_episode_steps`` (default 200, as MountainCar-v0) and ``normalize``.
     """
-    from rllib_privacy.envs import SPARSE_MOUNTAIN_CAR_ENV_ID, register_envs
-
     register_envs()
     return gym.make(SPARSE_MOUNTAIN_CAR_ENV_ID, **dict(env_config or {}))

@@ -25,6 +25,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from rllib_privacy._validation import did_you_mean
+from rllib_privacy.envs.registry import GYM_MAKE_KEYWORDS, check_env_config_for, register_envs
 from rllib_privacy.errors import PrivacyConfigError
 
 #: Tune id of the wrapper (``env_config``: ``env_id`` plus ``gym.make`` keywords).
@@ -74,9 +76,6 @@ def validate_time_limit_env_config(env_config: Any) -> Mapping[str, Any]:
             wrapped env does not take.
 
     """
-    from rllib_privacy.envs import ENV_CONFIG_HOOKS
-    from rllib_privacy.experiments import _GYM_MAKE_KEYWORDS, _check_gymnasium_env_config
-
     if not isinstance(env_config, Mapping):
         raise PrivacyConfigError(
             f"env_config of {TIME_LIMIT_AS_TERMINAL_ENV_ID} must be a mapping with 'env_id', "
@@ -113,18 +112,13 @@ def validate_time_limit_env_config(env_config: Any) -> Mapping[str, Any]:
         raise PrivacyConfigError(
             f"env_config key 'max_episode_steps' must be a positive integer, got {limit!r}"
         )
-    hooks = ENV_CONFIG_HOOKS.get(env_id)
-    if hooks:  # one of ours: its own check, without the keywords gym.make takes itself
-        hooks[0]({k: v for k, v in rest.items() if k not in _GYM_MAKE_KEYWORDS})
-    elif rest:
-        _check_gymnasium_env_config(env_id, rest)
+    # gym.make takes its own keywords before the wrapped env sees the rest.
+    check_env_config_for(env_id, {k: v for k, v in rest.items() if k not in GYM_MAKE_KEYWORDS})
     return env_config
 
 
 def _closest_hint(keys: Mapping[str, Any], wanted: tuple[str, ...]) -> str:
     """``"; did you mean 'x'?"`` for the first key close to a wanted one, else ``""``."""
-    from rllib_privacy.experiments import did_you_mean
-
     for key in keys:
         hint = did_you_mean(str(key), wanted)
         if hint:
@@ -138,8 +132,6 @@ def make_time_limit_as_terminal(env_config: Mapping[str, Any] | None = None) -> 
     ``env_config`` is validated first (the same check as before Ray starts), so a bad one
     raises PrivacyConfigError naming the key here too.
     """
-    from rllib_privacy.envs import register_envs
-
     register_envs()  # env_id may be one of ours
     validate_time_limit_env_config(env_config if env_config is not None else {})
     env_id, rest = _split_env_config(env_config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.utils.config_keys import check_config_dict_keys
 
 
 class StrictConfigMixin:
@@ -15,21 +15,15 @@ class StrictConfigMixin:
     default ε. Tune's own magic keys (``__trial_info__``, ...) pass through.
     """
 
-    #: Name of the README section that lists this config's keys.
+    #: Name of this config's section in docs/configuration.md (named when a key is unknown).
     key_reference: str = ""
 
     def update_from_dict(self, config_dict: dict[str, Any]) -> Any:
         """Like RLlib's, but a key this config does not know is an error, not ignored."""
-        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
-
-        allowed = allowed_config_keys(self)
-        for key in config_dict:
-            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
-                raise PrivacyConfigError(
-                    f"config key {key!r} is not known to {type(self).__name__}"
-                    f"{did_you_mean(key, allowed)}; see the README's "
-                    f"{self.key_reference or type(self).__name__} key reference"
-                )
+        reference = self.key_reference or type(self).__name__
+        check_config_dict_keys(
+            self, config_dict, f"; see the {reference} keys in docs/configuration.md"
+        )
         return super().update_from_dict(config_dict)
 
     def set_provided(self, arguments: dict[str, Any]) -> None:
@@ -39,6 +33,7 @@ class StrictConfigMixin:
             arguments: ``locals()`` of the ``training`` method.
 
         """
+        # Lazy: rllib_privacy.utils imports no Ray at module level.
         from ray.rllib.algorithms.algorithm_config import NotProvided
 
         for name, value in arguments.items():
