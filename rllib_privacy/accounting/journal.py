@@ -555,6 +555,9 @@ class ReplayJournal:
           replay its records newer than the checkpoint, then append a snapshot of the
           resulting totals here. So a checkpoint restored into a new folder never reports
           fewer releases than were made.
+        * The same checkpoint restored here before (a trial restarted from it): this
+          journal's records since that restore count too, plus the other journal's newer
+          records.
         * No marker (a checkpoint from before journals): append a snapshot.
 
         Args:
@@ -581,18 +584,29 @@ class ReplayJournal:
             return
         ledger_id, seq = found["ledger_id"], found["journal_seq"]
         path = self.find_journal(found)
+        earlier = self._earlier_restore(ledger_id, seq)
+        replayed = 0
+        if earlier is not None:
+            # This journal went on from the same checkpoint before (a trial restarted that
+            # restores it again): what it recorded since then counts too.
+            replay(self.records(after_seq=earlier["seq"] - 1))
+            replayed = int(earlier.get("restored_from", {}).get("replayed_records", 0))
+            if path is None:
+                return
         if path is not None:
-            foreign = read_records(path, component=self.component)
-            replay(foreign[seq + 1 :])
-            self.append_snapshot(
-                snapshot(),
-                restored_from={
-                    "ledger_id": ledger_id,
-                    "journal_seq": seq,
-                    "journal_path": str(path),
-                    "replayed_records": max(0, len(foreign) - seq - 1),
-                },
-            )
+            # Only the records the earlier restore had not seen (the other run went on).
+            newer = read_records(path, component=self.component)[seq + 1 + replayed :]
+            replay(newer)
+            if earlier is None or newer:
+                self.append_snapshot(
+                    snapshot(),
+                    restored_from={
+                        "ledger_id": ledger_id,
+                        "journal_seq": seq,
+                        "journal_path": str(path),
+                        "replayed_records": replayed + len(newer),
+                    },
+                )
             return
         looked = [found["journal_path"]] if found["journal_path"] else []
         looked.append(str(self.path.parent / "*.jsonl"))
@@ -620,6 +634,17 @@ class ReplayJournal:
         self.append_snapshot(
             snapshot(), journal_lost={"ledger_id": ledger_id, "journal_seq": seq, "looked": looked}
         )
+
+    def _earlier_restore(self, ledger_id: str, seq: int) -> dict[str, Any] | None:
+        """The last snapshot here that restored the checkpoint (ledger_id, seq), or None."""
+        found = None
+        for record in self.records(after_seq=0):
+            if record_kind(record) != SNAPSHOT:
+                continue
+            source = record.get("restored_from") or record.get("journal_lost") or {}
+            if source.get("ledger_id") == ledger_id and source.get("journal_seq") == seq:
+                found = record
+        return found
 
     def close(self) -> None:
         """Close the file (later appends raise)."""

@@ -21,20 +21,13 @@ import os
 import pathlib
 from typing import Any
 
-from rllib_privacy.accounting.journal import (
-    SNAPSHOT,
-    ReplayJournal,
-    default_journal_dir,
-    journal_file,
-)
+from rllib_privacy.accounting.journal import default_journal_dir, journal_file
 from rllib_privacy.errors import PrivacyConfigError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "JOURNAL_DIR_KEY",
-    "SNAPSHOT",
-    "ReplayJournal",
     "algorithm_journal_path",
     "check_journal_dir",
     "same_node_strategy",

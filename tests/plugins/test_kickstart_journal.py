@@ -89,6 +89,10 @@ def test_release_is_journaled_before_the_answer_leaves(
     # A crash after the journal write but before the answer is returned: the restarted
     # teacher counts the release (over-counting is allowed, under-counting never).
     monkeypatch.setattr("rllib_privacy.mechanisms.dirichlet.dirichlet_mechanism", crash)
+    # Also where the teacher module holds it, if it imports it at module level.
+    monkeypatch.setattr(
+        "rllib_privacy.teachers.dirichlet_teacher.dirichlet_mechanism", crash, raising=False
+    )
     with pytest.raises(RuntimeError, match="killed"):
         teacher.answer(_obs(BATCH))
     assert teacher.stats()["releases"] == 0
@@ -171,6 +175,31 @@ def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
     records = PrivacyJournal(new_journal, component=JOURNAL_COMPONENT).records()
     assert records[-1]["restored_from"]["ledger_id"] == checkpoint["journal"]["ledger_id"]
     assert _teacher(new_journal).stats()["releases"] == 70
+
+
+def test_restoring_the_same_checkpoint_again_keeps_the_new_folders_releases(
+    tmp_path: Path,
+) -> None:
+    # A trial restored from another run's checkpoint restarts (before its own first
+    # checkpoint) and restores that checkpoint again: its releases since then still count.
+    old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
+    old.start_rollout(expected_states=100)
+    old.answer(_obs(40))
+    checkpoint = json.loads(json.dumps(old.get_state()))
+    old.answer(_obs(30, seed=2))
+    new_journal = tmp_path / "run_2" / "kickstart_teacher.jsonl"
+    moved = _teacher(new_journal)
+    moved.set_state(checkpoint)
+    moved.answer(_obs(10, seed=3))
+    assert moved.stats()["releases"] == 80
+    restarted = _teacher(new_journal)
+    restarted.set_state(checkpoint)
+    assert restarted.stats()["releases"] == 80
+    old.answer(_obs(5, seed=4))  # the first run went on meanwhile
+    again = _teacher(new_journal)
+    again.set_state(checkpoint)
+    assert again.stats()["releases"] == 85
+    assert _teacher(new_journal).stats()["releases"] == 85
 
 
 def test_restore_finds_a_journal_copied_beside_the_new_one(tmp_path: Path) -> None:
@@ -333,3 +362,40 @@ def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     records = journal_records(tmp_path / "results", JOURNAL_COMPONENT)
     assert _released(records) == rollouts * BATCH
     assert math.fsum(r["count"] * r["epsilon"] for r in records if r["kind"] == "release") <= budget
+
+
+# ---- KickstartPPO restored into another folder ---------------------------------------------
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_algorithm_restored_into_a_new_folder_keeps_every_release(
+    ray_session, tmp_path: Path
+) -> None:
+    teacher_dir = tmp_path / "teacher_module"
+    _module().save_to_path(str(teacher_dir))
+    settings = _experiment(teacher_dir, 1.0e6)["kickstart-journal"]["config"]
+
+    def build(journal_dir: Path) -> Any:
+        values = {**settings, "privacy_journal_dir": str(journal_dir)}
+        config = KickstartPPOConfig().environment("CartPole-v1")
+        config.rl_module(model_config=values.pop("model_config"))
+        return config.update_from_dict(values).build_algo()
+
+    first = build(tmp_path / "run_1")
+    try:
+        first.train()
+        checkpoint = first.save_to_path(str(tmp_path / "checkpoint"))
+        made = first.train()["privacy"]["releases"]  # a release after the checkpoint
+    finally:
+        first.stop()
+    assert made == 2 * BATCH
+    # Algorithm.from_checkpoint elsewhere: the journal is found by the ledger id.
+    second = build(tmp_path / "run_2")
+    try:
+        second.restore_from_path(checkpoint)
+        privacy = second.train()["privacy"]
+    finally:
+        second.stop()
+    assert privacy["releases"] == made + BATCH
+    assert privacy["releases_replayed_from_journal"] == BATCH

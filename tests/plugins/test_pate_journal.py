@@ -272,3 +272,46 @@ def test_killed_run_resumes_with_its_spent_budget(teachers: list[str], tmp_path:
     # The journal is the ground truth: no more queries were answered than the budget allows.
     final = journal_records(tmp_path / "results", JOURNAL_COMPONENT)
     assert _queried(final) == BUDGET_ITERATIONS * QUERIES
+
+
+# ---- PATEPPO restored into another folder --------------------------------------------------
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_algorithm_restored_into_a_new_folder_keeps_every_query(
+    ray_session, teachers: list[str], tmp_path: Path
+) -> None:
+    settings = _experiment(teachers, 1.0e6)["pate-journal"]["config"]
+
+    def build(journal_dir: Path) -> Any:
+        values = {**settings, "privacy_journal_dir": str(journal_dir)}
+        config = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
+        config.rl_module(model_config=values.pop("model_config"))
+        return config.update_from_dict(values).build_algo()
+
+    first = build(tmp_path / "run_1")
+    try:
+        first.train()
+        checkpoint = first.save_to_path(str(tmp_path / "checkpoint"))
+        made = first.train()["pate_queries"]  # queries answered after the checkpoint
+    finally:
+        first.stop()
+    assert made == 2 * QUERIES
+    second = build(tmp_path / "run_2")
+    try:
+        second.restore_from_path(checkpoint)
+        result = second.train()
+    finally:
+        second.stop()
+    assert result["pate_queries"] == result["privacy"]["releases"] == made + QUERIES
+    assert result["privacy"]["releases_replayed_from_journal"] == QUERIES
+    # Without the checkpoint's journal the restore stops, naming the ledger.
+    for journal in (tmp_path / "run_1").rglob("*.jsonl"):
+        journal.unlink()
+    third = build(tmp_path / "run_3")
+    try:
+        with pytest.raises(JournalNotFoundError, match="pate_labeler: the checkpoint"):
+            third.restore_from_path(checkpoint)
+    finally:
+        third.stop()
