@@ -579,7 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--parts: unknown {sorted(unknown)}; allowed: {', '.join(allowed)}")
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers the algorithms and envs)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers the algorithms and envs
 
     if args.trial:
         seed, bonus, budget = (int(x) for x in args.trial.split(","))

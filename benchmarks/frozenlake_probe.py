@@ -60,7 +60,9 @@ def main() -> None:
     import ray
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    import rllib_privacy  # noqa: F401  (registers the envs)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers the envs
 
     algo = bx.frozenlake_algo(args.arm, args.seed)
     start = time.time()

@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers the env)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers the env
 
     config = load_config(Path(args.yaml))
     if args.max_instances:

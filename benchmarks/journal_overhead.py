@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers LDPA3C and the envs)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers LDPA3C and the envs
 
     raw = {
         name: appends_per_second(folder, args.appends)

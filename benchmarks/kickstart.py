@@ -1599,7 +1599,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_ray()  # Tune's result files stay: the tables are read back from them
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers KickstartPPO)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers KickstartPPO
 
     storage = Path(args.storage_path or tempfile.mkdtemp(prefix="kickstart_bench_")).resolve()
     storage.mkdir(parents=True, exist_ok=True)

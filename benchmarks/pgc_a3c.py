@@ -1951,7 +1951,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import ray
 
-    import rllib_privacy  # noqa: F401  (registers LDPA3C and the env)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers LDPA3C and the env
 
     run: dict[str, Any] = {
         "command": args.command_line,

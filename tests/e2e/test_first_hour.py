@@ -272,6 +272,21 @@ def test_missing_pate_teachers_are_an_error_before_ray_starts(
 # ---- --scheduler-config ---------------------------------------------------------------
 
 
+def _ldp_a3c_with_asha(
+    capsys: pytest.CaptureFixture, scheduler_config: dict, *extra: str
+) -> tuple[int, str, str]:
+    return _train(
+        capsys,
+        "-f",
+        "tuned_configs/ldp_a3c.yaml",
+        "--scheduler",
+        "asha",
+        "--scheduler-config",
+        json.dumps(scheduler_config),
+        *extra,
+    )
+
+
 @pytest.mark.parametrize(
     ("scheduler_config", "expected"),
     [
@@ -293,31 +308,14 @@ def test_missing_pate_teachers_are_an_error_before_ray_starts(
 def test_mistyped_scheduler_metric_or_mode_is_named_before_ray(
     scheduler_config: dict, expected: str, capsys: pytest.CaptureFixture
 ) -> None:
-    code, _, err = _train(
-        capsys,
-        "-f",
-        "tuned_configs/ldp_a3c.yaml",
-        "--scheduler",
-        "asha",
-        "--scheduler-config",
-        json.dumps(scheduler_config),
-    )
+    code, _, err = _ldp_a3c_with_asha(capsys, scheduler_config)
     assert code == 2
     assert expected in err and "Traceback" not in err
 
 
 def test_known_scheduler_metrics_are_accepted(capsys: pytest.CaptureFixture) -> None:
     for metric in ("env_runners/episode_return_mean", "score_mean", "privacy/epsilon_spent"):
-        code, _, err = _train(
-            capsys,
-            "-f",
-            "tuned_configs/ldp_a3c.yaml",
-            "--scheduler",
-            "asha",
-            "--scheduler-config",
-            json.dumps({"metric": metric, "mode": "max"}),
-            "--dry-run",
-        )
+        code, _, err = _ldp_a3c_with_asha(capsys, {"metric": metric, "mode": "max"}, "--dry-run")
         assert code == 0, err
     from rllib_privacy.cli_preflight import check_scheduler_metric
 

@@ -448,7 +448,9 @@ def _validate(yaml_name: str, teacher: Path) -> None:
 def test_student_yamls_validate_with_a_matching_teacher_and_reject_another(
     tmp_path: Path,
 ) -> None:
-    import rllib_privacy  # noqa: F401  (registers the ALE RAM ids)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers the ALE RAM ids
 
     airraid = gym.make("ALE/AirRaid-ram-v5")
     airraid_teacher = _saved_module(

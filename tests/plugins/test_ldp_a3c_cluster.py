@@ -38,7 +38,9 @@ def two_node_cluster() -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    import rllib_privacy  # noqa: F401  (registers algorithms and envs)
+    import rllib_privacy
+
+    rllib_privacy.register()  # Registers algorithms and envs
 
     session_ray_was_up = ray.is_initialized()
     if session_ray_was_up:
