@@ -315,6 +315,42 @@ def test_env_may_come_from_the_algorithms_default(tmp_path, capsys, hooked_ppo):
     assert_usage_error(code, err, "no env")
 
 
+class LegacyKeysConfig(PPOConfig):
+    """A config class that still takes an old key name (the ``legacy_config_keys`` hook)."""
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or LegacyKeysPPO)
+
+    @classmethod
+    def legacy_config_keys(cls):
+        return {"learning_rate": "lr"}
+
+    def update_from_dict(self, config_dict):
+        renamed = {self.legacy_config_keys().get(k, k): v for k, v in config_dict.items()}
+        return super().update_from_dict(renamed)
+
+
+class LegacyKeysPPO(PPO):
+    @classmethod
+    def get_default_config(cls):
+        return LegacyKeysConfig()
+
+
+def test_legacy_config_keys_hook_makes_old_names_known(tmp_path):
+    from ray.tune import register_trainable
+
+    from rllib_privacy.utils.config_keys import allowed_config_keys
+
+    register_trainable("LegacyKeysPPOForTest", LegacyKeysPPO)
+    assert "learning_rate" in allowed_config_keys(LegacyKeysConfig())
+    assert "learning_rate" not in allowed_config_keys(PPOConfig())
+    base = PPO_EXPERIMENT.replace("run: PPO", "run: LegacyKeysPPOForTest")
+    loaded = load_experiments(write(tmp_path, base + "        learning_rate: 0.001\n"))
+    assert loaded.experiments[0].param_space["learning_rate"] == 0.001
+    with pytest.raises(ExperimentFileError, match="did you mean 'learning_rate'"):
+        load_experiments(write(tmp_path, base + "        learning_rat: 0.001\n"))
+
+
 # --- stop, overrides, gpu_config ------------------------------------------------------
 
 
