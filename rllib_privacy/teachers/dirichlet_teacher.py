@@ -32,9 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
 from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
+from rllib_privacy.accounting.teacher_ledger import TeacherLedger
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
+from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
 from rllib_privacy.mechanisms.secure_noise import NoiseStreams
+from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
 TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
@@ -242,8 +247,6 @@ class DirichletTeacher:
         cls, path: str, settings: TeacherSettings, *, journal_path: str | None = None
     ) -> DirichletTeacher:
         """Load the teacher's RLModule from a checkpoint path (see ``teachers.loading``)."""
-        from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
-
         module = load_teacher_module(resolve_teacher_checkpoint(path))
         return cls(module, settings, journal_path=journal_path)
 
@@ -263,8 +266,6 @@ class DirichletTeacher:
         if self._settings.mechanism == "none":
             return math.inf, 0.0
         if k not in self._privacy_cache:
-            from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
-
             s = self._settings
             epsilon = dirichlet_epsilon(
                 k=k,
@@ -357,8 +358,6 @@ class DirichletTeacher:
         if self._journal is not None:
             # Write-ahead: the release is durable before any answer can leave this process.
             self._journal.append("release", k=self._k, epsilon=epsilon, delta=delta, count=count)
-        from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
-
         privatized = dirichlet_mechanism(
             policy,
             k=self._k,
@@ -451,8 +450,6 @@ class DirichletTeacher:
     # ---- internals ---------------------------------------------------------------
 
     def _new_ledger(self) -> Any:
-        from rllib_privacy.accounting.teacher_ledger import TeacherLedger
-
         return TeacherLedger(
             epsilon_budget=self._settings.epsilon_budget,
             delta_budget=self._settings.delta_budget,
@@ -531,16 +528,12 @@ class TeacherServer(DirichletTeacher):
     def __init__(
         self, checkpoint: str, settings: dict[str, Any], *, journal_path: str | None = None
     ) -> None:
-        from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
-
         module = load_teacher_module(resolve_teacher_checkpoint(checkpoint))
         super().__init__(module, TeacherSettings.from_dict(settings), journal_path=journal_path)
 
 
 def _module_lipschitz(module: Any) -> float:
     """Upper bound on L of obs ↦ softmax(logits) for RLlib's default MLP modules."""
-    from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
-
     encoder = getattr(module, "encoder", None)
     head = getattr(module, "pi", None)
     actor = getattr(encoder, "actor_encoder", None) or getattr(encoder, "encoder", None)
