@@ -17,6 +17,7 @@ as a string in a script that imports nothing else of it.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -200,3 +201,12 @@ if TYPE_CHECKING:  # Static type checkers and IDEs see the real names.
         projected_random_sign,
     )
     from rllib_privacy.teachers import DirichletTeacher, TeacherSettings
+
+
+if "gymnasium" in sys.modules:
+    # gymnasium imports this package to make an id written ``rllib_privacy:<id>``, which is
+    # how `rllib train` passes the ALE RAM ids this package adds to every EnvRunner: register
+    # the gymnasium ids then (gymnasium, not Ray or torch, is imported already).
+    from rllib_privacy.envs import register_envs as _register_envs
+
+    _register_envs()

@@ -41,6 +41,22 @@ def test_import_package_imports_no_ray_torch_or_gymnasium() -> None:
     assert _imported_after("import rllib_privacy") == dict.fromkeys(HEAVY_MODULES, False)
 
 
+def test_gymnasium_importing_the_package_for_an_id_registers_the_ids() -> None:
+    # `rllib train` passes ALE RAM ids to EnvRunners as `rllib_privacy:ALE/<Game>-ram-v5`:
+    # gymnasium imports the package in the worker and then looks the id up.
+    pytest.importorskip("ale_py")
+    imported = _imported_after(
+        """
+        import gymnasium as gym
+        env = gym.make("rllib_privacy:ALE/Pong-ram-v5")
+        assert env.observation_space.shape == (128,), env.observation_space
+        env = gym.make("rllib_privacy:rllib_privacy/CartPoleGravity-v0")
+        assert env.unwrapped.gravity in (9.7, 9.8, 9.9)
+        """
+    )
+    assert not imported["ray"] and not imported["torch"]
+
+
 @pytest.mark.parametrize(
     ("main", "argv"),
     [
