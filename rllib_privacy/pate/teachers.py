@@ -67,7 +67,7 @@ def _modules_below(root: Path) -> list[Path]:
 def resolve_teacher_checkpoints(
     spec: str | Sequence[str], *, num_teachers: int | None = None
 ) -> list[Path]:
-    """Turn the ``teacher_checkpoints`` setting into one RLModule directory per teacher.
+    """Turn the ``pate_teacher_checkpoints`` setting into one RLModule directory per teacher.
 
     Args:
         spec: A path or a list of paths (``~`` is expanded): RLModule directories,
@@ -88,7 +88,7 @@ def resolve_teacher_checkpoints(
         path = Path(raw).expanduser()
         if not path.exists():
             raise PrivacyConfigError(
-                f"config key 'teacher_checkpoints': {str(raw)!r} does not exist; {_TRAIN_HINT}"
+                f"config key 'pate_teacher_checkpoints': {str(raw)!r} does not exist; {_TRAIN_HINT}"
             )
         if _is_module_dir(path / MODULE_SUBPATH):
             modules.append(path / MODULE_SUBPATH)
@@ -98,23 +98,23 @@ def resolve_teacher_checkpoints(
             found = _modules_below(path)
             if not found:
                 raise PrivacyConfigError(
-                    f"config key 'teacher_checkpoints': no RLModule or Algorithm checkpoint "
+                    f"config key 'pate_teacher_checkpoints': no RLModule or Algorithm checkpoint "
                     f"under {str(raw)!r}; {_TRAIN_HINT} (with checkpoint_at_end: true)"
                 )
             modules.extend(found)
     resolved = [m.resolve() for m in modules]
     if len(set(resolved)) != len(resolved):
-        raise PrivacyConfigError("config key 'teacher_checkpoints' names a teacher twice")
+        raise PrivacyConfigError("config key 'pate_teacher_checkpoints' names a teacher twice")
     if num_teachers is not None:
         if len(resolved) < num_teachers:
             raise PrivacyConfigError(
                 f"config key 'pate_num_teachers' is {num_teachers} but only {len(resolved)} "
-                "teacher checkpoints were found under 'teacher_checkpoints'"
+                "teacher checkpoints were found under 'pate_teacher_checkpoints'"
             )
         resolved = resolved[:num_teachers]
     if len(resolved) < 2:
         raise PrivacyConfigError(
-            f"config key 'teacher_checkpoints': PATE needs at least 2 teachers, found "
+            f"config key 'pate_teacher_checkpoints': PATE needs at least 2 teachers, found "
             f"{len(resolved)}"
         )
     return resolved
@@ -159,7 +159,7 @@ class TeacherEnsemble:
             ):
                 if theirs != ours:
                     raise PrivacyConfigError(
-                        f"config key 'teacher_checkpoints': teacher {str(path)!r} has "
+                        f"config key 'pate_teacher_checkpoints': teacher {str(path)!r} has "
                         f"{what} space {theirs}, but the student's env has {ours}"
                     )
             module.eval()

@@ -1,7 +1,7 @@
 """Property tests (hypothesis): bad experiment files and config values get a clear error.
 
 Issue #7 part 4. Every algorithm in ``ALGORITHM_NAMES`` and every nested settings dict
-(``count_exploration``, the envs' ``env_config``) is fed, through the same in-process
+(``count_exploration_config``, the envs' ``env_config``) is fed, through the same in-process
 validation that ``rllib train -f FILE`` runs before Ray starts:
 
 * misspelled keys (random edits of a valid key that are not valid themselves): the error
@@ -11,8 +11,9 @@ validation that ``rllib train -f FILE`` runs before Ray starts:
 * malformed experiment files: exit code 2, ``error: FILE: ...`` naming the key, no
   traceback, and Ray never starts.
 
-The own keys are derived from the config classes (their ``training()`` signatures minus
-the RLlib base class's), so that keys added later are covered without editing this file.
+The own keys are derived from the config classes (their grouped builder methods' keys, see
+docs/configuration.md, and ``training()`` arguments the RLlib base class lacks), so that
+keys added later are covered without editing this file.
 """
 
 from __future__ import annotations
@@ -146,13 +147,12 @@ def with_nasty_examples(test: Callable[..., None]) -> Callable[..., None]:
 
 
 def own_training_keys(algo_name: str) -> tuple[str, ...]:
-    """Keys a config class adds to its RLlib base (``training()`` args and mixin keys)."""
+    """Keys a config class adds to its RLlib base (group methods' and ``training()`` args)."""
     config_cls = type(get_trainable_cls(algo_name).get_default_config())
     base = next(c for c in config_cls.__mro__ if c in RLLIB_BASES)
     own = set(inspect.signature(config_cls.training).parameters)
     own -= set(inspect.signature(base.training).parameters) | {"self", "kwargs"}
-    if hasattr(config_cls, "count_based_exploration"):
-        own |= set(inspect.signature(config_cls.count_based_exploration).parameters) - {"self"}
+    own |= set(config_cls.own_config_keys())
     return tuple(sorted(own))
 
 
@@ -182,7 +182,7 @@ def base_experiment(algo_name: str) -> dict[str, Any]:
     elif algo_name == "PATEPPO":
         # Whether teacher folders exist is checked when the algorithm starts.
         spec["env"] = CARTPOLE_GRAVITY_ENV_ID
-        spec["config"]["teacher_checkpoints"] = "/nonexistent/pate-teachers"
+        spec["config"]["pate_teacher_checkpoints"] = "/nonexistent/pate-teachers"
     elif algo_name != "LDPA3C":  # LDPA3C defaults to the CartPole gravity env.
         spec["env"] = "CartPole-v1"
     return spec
@@ -291,7 +291,7 @@ def test_misspelled_count_exploration_key_is_named(algo_name: str, data: Any) ->
     keys = ExplorationSpec.keys()
     key, typo, edits = data.draw(misspelling(keys, frozenset(keys)))
     spec = base_experiment(algo_name)
-    spec["config"]["count_exploration"] = {typo: 1}
+    spec["config"]["count_exploration_config"] = {typo: 1}
     assert_typo_rejected(spec, key, typo, edits)
 
 
@@ -348,7 +348,7 @@ def check_own_key_value(algo_name: str, key: str, value: Any) -> None:
     config = algo_cls.get_default_config()
     config.update_from_dict(copy.deepcopy(experiments.experiments[0].param_space))
     got = getattr(config, key)
-    if key == "count_exploration":  # Stored as given; ExplorationSpec reads it.
+    if key == "count_exploration_config":  # Stored as given; ExplorationSpec reads it.
         assert got == value or (value is None and got == {}), got
         config.get_exploration_spec()
         return
@@ -366,11 +366,11 @@ SPEC_DEFAULTS = ExplorationSpec()
 @with_nasty_examples
 def test_bad_count_exploration_value_is_rejected_naming_it_or_used(key: str, value: Any) -> None:
     spec = base_experiment("ExplorationPPO")
-    spec["config"]["count_exploration"] = {key: value}
+    spec["config"]["count_exploration_config"] = {key: value}
     try:
         validate(spec)
     except ExperimentFileError as e:
-        assert_names(e, f"count_exploration.{key}")
+        assert_names(e, f"count_exploration_config.{key}")
         return
     got = getattr(ExplorationSpec.from_dict({key: value}), key)
     expected = tuple(value) if isinstance(value, list) else value
@@ -781,17 +781,25 @@ REGRESSIONS = [
     ("LDPA3C", {"env_config": {"gravity_choices": "98"}}, ("gravity_choices",)),
     ("LDPA3C", {"env_config": {"gravity_choices": [True]}}, ("gravity_choices",)),
     # ExplorationSpec: non-list primes/ae_hidden crashed; key_function was ignored.
-    ("ExplorationPPO", {"count_exploration": {"primes": None}}, ("count_exploration.primes",)),
-    ("ExplorationPPO", {"count_exploration": {"ae_hidden": ""}}, ("count_exploration.ae_hidden",)),
     (
         "ExplorationPPO",
-        {"count_exploration": {"key_function": "m:f"}},
-        ("count_exploration.key_function",),
+        {"count_exploration_config": {"primes": None}},
+        ("count_exploration_config.primes",),
     ),
     (
         "ExplorationPPO",
-        {"count_exploration": {"key_function_kwargs": {"a": 1}}},
-        ("count_exploration.key_function_kwargs",),
+        {"count_exploration_config": {"ae_hidden": ""}},
+        ("count_exploration_config.ae_hidden",),
+    ),
+    (
+        "ExplorationPPO",
+        {"count_exploration_config": {"key_function": "m:f"}},
+        ("count_exploration_config.key_function",),
+    ),
+    (
+        "ExplorationPPO",
+        {"count_exploration_config": {"key_function_kwargs": {"a": 1}}},
+        ("count_exploration_config.key_function_kwargs",),
     ),
     # LDPA3C accepted numbers written as strings, which then reached the loss.
     ("LDPA3C", {"entropy_coeff": "0.01"}, ("entropy_coeff",)),
@@ -817,7 +825,11 @@ REGRESSIONS = [
     ("ExplorationDQN", {"env_config": {"anything": 1}}, ("'anything'",)),
     ("ExplorationDQN", {"env": ATARI_RAM_ENV_ID, "env_config": {"gmae": "x"}}, ("'gmae'",)),
     # evaluation_config values were applied only when evaluation started, inside Ray.
-    ("LDPA3C", {"evaluation_config": {"epsilon": -1.0}}, ("evaluation_config", "'epsilon'")),
+    (
+        "LDPA3C",
+        {"evaluation_config": {"privacy_epsilon": -1.0}},
+        ("evaluation_config", "'privacy_epsilon'"),
+    ),
     # The privatizer mixin's settings were read only when the learner was built.
     ("PPO", {"learner_config_dict": {"ldp_gradient": {"name": "lap"}}}, ("ldp_gradient",)),
 ]

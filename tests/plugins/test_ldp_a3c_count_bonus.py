@@ -85,9 +85,9 @@ def _states(seed: int, distinct: int, repeats: int) -> np.ndarray:
     [
         ({"count_exploration_scope": "global"}, "count_exploration_scope"),
         ({"count_exploration": {"betaa": 0.1}}, "beta"),
-        ({"count_exploration": {"beta": -1.0}}, "count_exploration.beta"),
+        ({"count_exploration": {"beta": -1.0}}, "count_exploration_config.beta"),
         ({"count_exploration": {"hash": "autoencoder"}}, "autoencoder"),
-        ({"count_exploration": {"counter": "bloom"}}, "count_exploration.counter"),
+        ({"count_exploration": {"counter": "bloom"}}, "count_exploration_config.counter"),
     ],
 )
 def test_bad_count_exploration_settings_name_the_key(method_kwargs: dict, key: str) -> None:
@@ -98,10 +98,10 @@ def test_bad_count_exploration_settings_name_the_key(method_kwargs: dict, key: s
 
 def test_count_exploration_is_off_by_default_and_not_a_dict_is_rejected() -> None:
     config = LDPA3CConfig()
-    assert config.count_exploration is None and config.get_exploration_spec() is None
+    assert config.count_exploration_config is None and config.get_exploration_spec() is None
     assert config.count_exploration_scope == "agent"
     config.update_from_dict({"count_exploration": "simhash"})
-    with pytest.raises(PrivacyConfigError, match="'count_exploration' must be a dict"):
+    with pytest.raises(PrivacyConfigError, match="'count_exploration_config' must be a dict"):
         config.validate_ldp_settings()
 
 

@@ -659,7 +659,8 @@ def test_greedy_evaluation_returns_are_episode_lengths() -> None:
     ],
 )
 def test_bad_fleet_settings_name_the_key(settings: dict, key: str) -> None:
-    config = LDPA3CConfig().training(**settings)
+    config = LDPA3CConfig().training(**settings)  # old keywords: still accepted
+    key = LDPA3CConfig.legacy_config_keys().get(key, key)  # messages name the new key
     with pytest.raises(PrivacyConfigError, match=f"'{key}'"):
         config.validate_ldp_settings()
 
@@ -673,7 +674,7 @@ def test_bad_eval_heldout_gravities_are_rejected(heldout: Any) -> None:
 
 def test_bad_eval_heldout_gravities_message_names_the_key() -> None:
     config = LDPA3CConfig().training(eval_heldout_gravities=[])
-    with pytest.raises(PrivacyConfigError, match="'eval_heldout_gravities'"):
+    with pytest.raises(PrivacyConfigError, match="'scoring_eval_heldout_gravities'"):
         config.validate_ldp_settings()
 
 
@@ -705,7 +706,7 @@ def test_fleet_needs_cartpole_gravity_and_no_count_exploration() -> None:
         .training(agents_per_env_runner=4)
         .count_based_exploration(count_exploration={"beta": 0.01})
     )
-    with pytest.raises(PrivacyConfigError, match="'count_exploration'"):
+    with pytest.raises(PrivacyConfigError, match="'count_exploration_config'"):
         config.validate_ldp_settings()
     # Each alone is fine.
     LDPA3CConfig().count_based_exploration(count_exploration={}).validate_ldp_settings()

@@ -20,27 +20,27 @@ from rllib_privacy.errors import PrivacyConfigError
 @pytest.mark.parametrize(
     ("settings", "key"),
     [
-        ({"mechanism": "gauss"}, "mechanism"),
-        ({"epsilon": 0.0}, "epsilon"),
-        ({"epsilon": -1.0}, "epsilon"),
-        ({"epsilon": float("nan")}, "epsilon"),
-        ({"mechanism": "none", "epsilon": 2.0}, "epsilon"),
-        ({"clip": 0.0}, "clip"),
-        ({"max_buffer": 0}, "max_buffer"),
-        ({"submissions_per_agent": 0}, "submissions_per_agent"),
-        ({"submissions_per_iteration": 2.5}, "submissions_per_iteration"),
-        ({"reduced_dim": 3}, "reduced_dim"),  # laplace has no projection
-        ({"debias": True}, "debias"),
-        ({"loss_reduction": "median"}, "loss_reduction"),
-        ({"action_selection": "softmax"}, "action_selection"),
+        ({"privacy_mechanism": "gauss"}, "privacy_mechanism"),
+        ({"privacy_epsilon": 0.0}, "privacy_epsilon"),
+        ({"privacy_epsilon": -1.0}, "privacy_epsilon"),
+        ({"privacy_epsilon": float("nan")}, "privacy_epsilon"),
+        ({"privacy_mechanism": "none", "privacy_epsilon": 2.0}, "privacy_epsilon"),
+        ({"privacy_clip": 0.0}, "privacy_clip"),
+        ({"aggregator_max_buffer": 0}, "aggregator_max_buffer"),
+        ({"agents_submissions_per_agent": 0}, "agents_submissions_per_agent"),
+        ({"aggregator_submissions_per_iteration": 2.5}, "aggregator_submissions_per_iteration"),
+        ({"privacy_reduced_dim": 3}, "privacy_reduced_dim"),  # laplace has no projection
+        ({"privacy_debias": True}, "privacy_debias"),
+        ({"agents_loss_reduction": "median"}, "agents_loss_reduction"),
+        ({"agents_action_selection": "softmax"}, "agents_action_selection"),
         ({"aggregator_optimizer": "rmsprop"}, "aggregator_optimizer"),
-        ({"exploration_alpha": 1.5}, "exploration_alpha"),
+        ({"agents_exploration_alpha": 1.5}, "agents_exploration_alpha"),
         ({"lr": 0.0}, "lr"),
         ({"gamma": 1.5}, "gamma"),
     ],
 )
 def test_bad_settings_name_the_key(settings: dict, key: str) -> None:
-    config = LDPA3CConfig().training(**settings)
+    config = LDPA3CConfig().update_from_dict(settings)
     with pytest.raises(PrivacyConfigError, match=f"'{key}'"):
         config.validate_ldp_settings()
 
@@ -55,19 +55,19 @@ def test_paper_defaults() -> None:
         0.01,
     )
     assert config.effective_clip == 0.01 and config.effective_max_buffer == 1
-    prs = LDPA3CConfig().training(mechanism="prs", epsilon=5.0)
+    prs = LDPA3CConfig().privacy(privacy_mechanism="prs", privacy_epsilon=5.0)
     assert prs.effective_clip == 1.0 and prs.effective_max_buffer == 100
     assert prs.get_gradient_mechanism().reduced_dim_for(112) == 2
 
 
 def test_multi_round_agents_split_epsilon() -> None:
-    mechanism = LDPA3CConfig().training(epsilon=6.0, submissions_per_agent=3)
+    mechanism = LDPA3CConfig().privacy(privacy_epsilon=6.0).agents(agents_submissions_per_agent=3)
     assert mechanism.get_gradient_mechanism().epsilon_per_release == pytest.approx(2.0)
 
 
 def test_infinite_epsilon_is_the_non_private_baseline() -> None:
     for name in ("laplace", "prs", "none"):
-        config = LDPA3CConfig().training(mechanism=name, epsilon=math.inf)
+        config = LDPA3CConfig().privacy(privacy_mechanism=name, privacy_epsilon=math.inf)
         config.validate_ldp_settings()
         assert config.get_gradient_mechanism().name == "none"
         assert not config.is_private
@@ -138,7 +138,9 @@ def test_gravity_env_draws_from_the_private_set_and_can_pin() -> None:
 
 
 def test_update_from_dict_rejects_a_typo_with_a_suggestion() -> None:
-    with pytest.raises(PrivacyConfigError, match="'epsilonn'.*did you mean 'epsilon'"):
+    with pytest.raises(PrivacyConfigError, match="'epsilonn'.*did you mean 'privacy_epsilon'"):
         LDPA3CConfig().update_from_dict({"epsilonn": 5.0})
-    config = LDPA3CConfig().update_from_dict({"epsilon": 5.0, "mechanism": "prs", "lr": 0.1})
-    assert (config.epsilon, config.mechanism, config.lr) == (5.0, "prs", 0.1)
+    config = LDPA3CConfig().update_from_dict(
+        {"privacy_epsilon": 5.0, "privacy_mechanism": "prs", "lr": 0.1}
+    )
+    assert (config.privacy_epsilon, config.privacy_mechanism, config.lr) == (5.0, "prs", 0.1)

@@ -175,10 +175,10 @@ def test_labeler_epsilon_budget_and_data_dependent_basis(teachers: list[Path]) -
 
 
 def test_config_rejects_bad_pate_settings_by_key() -> None:
-    base = {"teacher_checkpoints": "~/teachers"}
+    base = {"pate_teacher_checkpoints": "~/teachers"}
     cases = [
-        ({}, "config key 'teacher_checkpoints' is required"),
-        ({"teacher_checkpoints": []}, "config key 'teacher_checkpoints' must be a path"),
+        ({}, "config key 'pate_teacher_checkpoints' is required"),
+        ({"pate_teacher_checkpoints": []}, "config key 'pate_teacher_checkpoints' must be a path"),
         ({"pate_gamma": 0}, "config key 'pate_gamma' must be a finite number > 0.0"),
         ({"pate_delta": 1.5}, "config key 'pate_delta' must be < 1"),
         ({"pate_epsilon_budget": -1.0}, "config key 'pate_epsilon_budget'"),
@@ -191,7 +191,7 @@ def test_config_rejects_bad_pate_settings_by_key() -> None:
     ]
     for change, message in cases:
         config = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
-        needs_base = change and "teacher_checkpoints" not in change
+        needs_base = change and "pate_teacher_checkpoints" not in change
         settings = {**base, **change} if needs_base else change
         for key, value in settings.items():
             setattr(config, key, value)

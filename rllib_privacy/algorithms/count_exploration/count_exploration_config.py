@@ -1,9 +1,11 @@
 """Config and result plumbing shared by ExplorationPPO and ExplorationDQN.
 
-Two config keys are added to the stock algorithm's: ``count_exploration`` (a dict, see
-:class:`rllib_privacy.exploration.ExplorationSpec` and the README's keys table) and
-``flatten_observations`` (one-hot/flatten Discrete or nested observations for the
-RLModule with RLlib's FlattenObservations connector, as RLlib's FrozenLake demo does).
+Two config keys, both set by ``.count_exploration()``, are added to the stock
+algorithm's: ``count_exploration_config`` (a dict, see
+:class:`rllib_privacy.exploration.ExplorationSpec` and docs/configuration.md) and
+``count_exploration_flatten_observations`` (one-hot/flatten Discrete or nested
+observations for the RLModule with RLlib's FlattenObservations connector, as RLlib's
+FrozenLake demo does).
 """
 
 from __future__ import annotations
@@ -22,13 +24,19 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
+from rllib_privacy.algorithms.config_keys import (
+    GroupedConfigMixin,
+    LegacyCountExplorationMixin,
+)
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.utils import metrics as keys
 
 #: Result keys copied to the top level, first (Tune's table shows the first few).
 HEADLINE_KEYS = ("extrinsic_return_mean", "bonus_mean", "unique_codes")
-OWN_KEYS = ("count_exploration", "flatten_observations")
+OWN_KEYS = ("count_exploration_config", "count_exploration_flatten_observations")
+#: Name of the settings dict in error messages.
+SPEC_PREFIX = "count_exploration_config"
 
 
 def flatten_observations_connector(env: Any = None, spaces: Any = None, device: Any = None):
@@ -36,77 +44,80 @@ def flatten_observations_connector(env: Any = None, spaces: Any = None, device: 
     return FlattenObservations()
 
 
-class CountExplorationConfigMixin:
-    """Adds ``count_exploration`` and ``flatten_observations`` to an AlgorithmConfig."""
+class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixin):
+    """Adds ``.count_exploration()`` and its two keys to an AlgorithmConfig."""
 
     #: Nested keys checked by ``rllib train -f`` before Ray starts.
-    config_dict_keys = {"count_exploration": ExplorationSpec.keys()}
+    config_dict_keys = {"count_exploration_config": ExplorationSpec.keys()}
+    CONFIG_GROUPS = {"count_exploration": OWN_KEYS}
+    LEGACY_CONFIG_KEYS = {
+        "count_exploration": "count_exploration_config",
+        "flatten_observations": "count_exploration_flatten_observations",
+    }
 
-    count_exploration: dict[str, Any]
-    flatten_observations: bool
+    count_exploration_config: dict[str, Any]
+    count_exploration_flatten_observations: bool
 
     def _init_count_exploration(self) -> None:
-        self.count_exploration = {}
-        self.flatten_observations = False
+        self.count_exploration_config = {}
+        self.count_exploration_flatten_observations = False
 
-    def count_based_exploration(
+    def count_exploration(
         self,
         *,
-        count_exploration: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
-        flatten_observations: bool = NotProvided,  # type: ignore[assignment]
+        count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        count_exploration_flatten_observations: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
-        """Sets the exploration bonus (README "Count-based exploration").
+        """Sets the exploration bonus (docs/configuration.md, ``.count_exploration()``).
 
         Args:
-            count_exploration: Settings of hash, counter and bonus, e.g.
-                ``{"hash": "simhash", "num_bits": 32, "beta": 0.01}``; ``{}`` uses the
-                defaults (SimHash k = 32, β = 0.01, exact counts, β/√n).
-            flatten_observations: Flatten/one-hot observations for the RLModule.
+            count_exploration_config: Settings of hash, counter and bonus, e.g.
+                ``{"hash": "simhash", "num_bits": 32, "beta": 0.01}``; ``{}`` or ``None``
+                uses the defaults (SimHash k = 32, β = 0.01, exact counts, β/√n).
+            count_exploration_flatten_observations: Flatten/one-hot observations for the
+                RLModule.
 
         Returns:
             This updated config.
 
         """
-        if count_exploration is not NotProvided:
-            self.count_exploration = dict(count_exploration or {})
-        if flatten_observations is not NotProvided:
-            self.flatten_observations = flatten_observations
+        if count_exploration_config is not NotProvided:
+            self.count_exploration_config = dict(count_exploration_config or {})
+        if count_exploration_flatten_observations is not NotProvided:
+            self.count_exploration_flatten_observations = count_exploration_flatten_observations
         return self
 
     def get_exploration_spec(self) -> ExplorationSpec:
-        """The validated ``count_exploration`` settings."""
-        return ExplorationSpec.from_dict(self.count_exploration)
+        """The validated ``count_exploration_config`` settings."""
+        return ExplorationSpec.from_dict(self.count_exploration_config, prefix=SPEC_PREFIX)
 
     @override(AlgorithmConfig)
     def update_from_dict(self, config_dict: dict[str, Any]) -> Self:
-        """Like RLlib's, but an unknown key is a PrivacyConfigError instead of ignored."""
-        from rllib_privacy.experiments import allowed_config_keys, did_you_mean
-
-        allowed = allowed_config_keys(self)
-        for key in config_dict:
-            if key not in allowed and not (key.startswith("__") and key.endswith("__")):
-                raise PrivacyConfigError(
-                    f"config key {key!r} is not known to {type(self).__name__}"
-                    f"{did_you_mean(key, allowed)}"
-                )
-        if "count_exploration" in config_dict:
-            ExplorationSpec.from_dict(config_dict["count_exploration"])
-        return super().update_from_dict(config_dict)  # type: ignore[misc]
+        """Like RLlib's, but old names are translated and an unknown key is an error."""
+        translated = self.translate_legacy_keys(config_dict)
+        if "count_exploration_config" in translated:
+            ExplorationSpec.from_dict(translated["count_exploration_config"], prefix=SPEC_PREFIX)
+        return super().update_from_dict(translated)
 
     @classmethod
     def validate_config_dict(cls, config: dict[str, Any]) -> None:
         """Checks a YAML variant's exploration keys before Ray starts."""
-        ExplorationSpec.from_dict(config.get("count_exploration"))
+        config = cls.translate_legacy_keys(config, warn=False)
+        ExplorationSpec.from_dict(config.get("count_exploration_config"), prefix=SPEC_PREFIX)
         _check_num_learners(config.get("num_learners", 0))
-        flatten = config.get("flatten_observations", False)
+        flatten = config.get("count_exploration_flatten_observations", False)
         if not isinstance(flatten, bool):
-            raise PrivacyConfigError(f"flatten_observations must be true or false, got {flatten!r}")
+            raise PrivacyConfigError(
+                f"count_exploration_flatten_observations must be true or false, got {flatten!r}"
+            )
 
     def validate_count_exploration(self) -> None:
         """Raises PrivacyConfigError for a bad exploration setting."""
         self.get_exploration_spec()
         _check_num_learners(self.num_learners)  # type: ignore[attr-defined]
-        if self.flatten_observations and self._env_to_module_connector is None:  # type: ignore[attr-defined]
+        if (
+            self.count_exploration_flatten_observations and self._env_to_module_connector is None  # type: ignore[attr-defined]
+        ):
             self._env_to_module_connector = flatten_observations_connector
 
 

@@ -29,7 +29,7 @@ from rllib_privacy.connectors.count_bonus import CountBasedBonus
 
 
 class ExplorationDQNConfig(CountExplorationConfigMixin, DQNConfig):
-    """DQNConfig plus ``count_exploration`` and ``flatten_observations``."""
+    """DQNConfig plus ``.count_exploration()`` (``count_exploration_*`` keys)."""
 
     def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class or ExplorationDQN)

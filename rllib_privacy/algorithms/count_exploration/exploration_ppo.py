@@ -5,7 +5,7 @@ Example::
     config = (
         ExplorationPPOConfig()
         .environment("rllib_privacy/SparseMountainCar-v0")
-        .count_based_exploration(count_exploration={"num_bits": 32, "beta": 0.01})
+        .count_exploration(count_exploration_config={"num_bits": 32, "beta": 0.01})
     )
     algo = config.build_algo()
 """
@@ -24,7 +24,7 @@ from rllib_privacy.algorithms.count_exploration.count_exploration_config import 
 
 
 class ExplorationPPOConfig(CountExplorationConfigMixin, PPOConfig):
-    """PPOConfig plus ``count_exploration`` and ``flatten_observations``."""
+    """PPOConfig plus ``.count_exploration()`` (``count_exploration_*`` keys)."""
 
     def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class or ExplorationPPO)

@@ -34,6 +34,7 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
+from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import (
     ACTIVE_FRACTION_METRIC,
@@ -91,20 +92,32 @@ _TEACHER_FIELDS = {
 }
 
 
-class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
-    """PPO config plus the teacher (``teacher_*``) and kickstart-term (``kickstart_*``) keys.
+class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, PPOConfig):
+    """PPO config plus the teacher's (``.teacher()``) and the kickstart term's keys.
+
+    Its keys (docs/configuration.md) are grouped by builder method: ``.teacher()``
+    (``teacher_*``: the teacher's checkpoint, mechanism and budget), ``.kickstart()``
+    (``kickstart_*``: the student's kickstart loss) and ``.privacy()`` (the journal).
 
     Example::
 
         config = (
             KickstartPPOConfig()
             .environment("CartPole-v1")
-            .training(teacher_checkpoint="~/ray_results/kickstart-teacher-cartpole",
-                      teacher_vanishing_coefficient=0.9, kickstart_lambda=0.5)
+            .teacher(teacher_checkpoint="~/ray_results/kickstart-teacher-cartpole",
+                     teacher_vanishing_coefficient=0.9)
+            .kickstart(kickstart_lambda=0.5)
         )
     """
 
     key_reference = "KickstartPPO"
+    CONFIG_GROUPS = {
+        "teacher": ("teacher_checkpoint", *_TEACHER_FIELDS),
+        "kickstart": ("kickstart_coeff", "kickstart_lambda", "kickstart_beta", "kickstart_loss"),
+        "privacy": ("privacy_journal_dir",),
+    }
+    #: Nothing renamed: the keys already had their group's prefix; only the method moved.
+    LEGACY_TRAINING_KWARGS = {key: key for keys in CONFIG_GROUPS.values() for key in keys}
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or KickstartPPO)
@@ -119,35 +132,80 @@ class KickstartPPOConfig(StrictConfigMixin, PPOConfig):
         self.kickstart_loss = loss_defaults.loss
         self.privacy_journal_dir: str | None = None
 
-    @override(PPOConfig)
-    def training(
+    def teacher(
         self,
         *,
-        teacher_checkpoint: str = NotProvided,
-        teacher_mechanism: str = NotProvided,
-        teacher_k: float = NotProvided,
-        teacher_vanishing_coefficient: float = NotProvided,
-        teacher_eta: float = NotProvided,
-        teacher_tau: float = NotProvided,
-        teacher_adjacency: float = NotProvided,
-        teacher_lipschitz: float | None = NotProvided,
-        teacher_epsilon_budget: float = NotProvided,
-        teacher_delta_budget: float = NotProvided,
-        teacher_min_k: float = NotProvided,
-        teacher_composition: str = NotProvided,
-        teacher_delta_samples: int = NotProvided,
-        teacher_delta_confidence: float = NotProvided,
-        teacher_seed: int | None = NotProvided,
-        teacher_secure_mode: bool = NotProvided,
-        kickstart_coeff: float = NotProvided,
-        kickstart_lambda: float = NotProvided,
-        kickstart_beta: float = NotProvided,
-        kickstart_loss: str = NotProvided,
-        privacy_journal_dir: str | None = NotProvided,
-        **kwargs: Any,
+        teacher_checkpoint: str = NotProvided,  # type: ignore[assignment]
+        teacher_mechanism: str = NotProvided,  # type: ignore[assignment]
+        teacher_k: float = NotProvided,  # type: ignore[assignment]
+        teacher_vanishing_coefficient: float = NotProvided,  # type: ignore[assignment]
+        teacher_eta: float = NotProvided,  # type: ignore[assignment]
+        teacher_tau: float = NotProvided,  # type: ignore[assignment]
+        teacher_adjacency: float = NotProvided,  # type: ignore[assignment]
+        teacher_lipschitz: float | None = NotProvided,  # type: ignore[assignment]
+        teacher_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
+        teacher_delta_budget: float = NotProvided,  # type: ignore[assignment]
+        teacher_min_k: float = NotProvided,  # type: ignore[assignment]
+        teacher_composition: str = NotProvided,  # type: ignore[assignment]
+        teacher_delta_samples: int = NotProvided,  # type: ignore[assignment]
+        teacher_delta_confidence: float = NotProvided,  # type: ignore[assignment]
+        teacher_seed: int | None = NotProvided,  # type: ignore[assignment]
+        teacher_secure_mode: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
-        """PPO's ``training()`` plus the keys of the README's KickstartPPO key reference."""
-        super().training(**kwargs)
+        """Sets the teacher: which one, its Dirichlet mechanism and its budget (DESIGN §4.1).
+
+        The teacher is a separate party that owns its budget: the student sees only its
+        privatized answers, and it stops answering when the budget is spent.
+
+        Args:
+            teacher_checkpoint: The trained teacher (RLlib checkpoint, Tune trial or
+                experiment folder, or RLModule folder). Required.
+            teacher_mechanism: ``dirichlet`` or ``none`` (the raw teacher policy).
+            teacher_k: k₀, the Dirichlet concentration of the first rollout.
+            teacher_vanishing_coefficient: c in (0, 1]: k is multiplied by c each rollout.
+            teacher_eta: η < 1/m of the restricted simplex.
+            teacher_tau: τ of the ε bound (eq. 12) and the δ estimate (eq. 6).
+            teacher_adjacency: b, the adjacency radius in observation space.
+            teacher_lipschitz: L of the teacher network; ``None`` = the product of its
+                layers' spectral norms.
+            teacher_epsilon_budget: Stop answering before ε would exceed this.
+            teacher_delta_budget: Stop answering before δ would exceed this.
+            teacher_min_k: Stop answering once k falls below this.
+            teacher_composition: How the ledger composes releases (``basic`` or ``advanced``).
+            teacher_delta_samples: Monte Carlo samples of δ per k.
+            teacher_delta_confidence: Confidence of δ's upper bound.
+            teacher_seed: Seed of the teacher's noise (``None`` = fresh entropy).
+            teacher_secure_mode: Floating-point-safe Dirichlet sampling from OS entropy.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def kickstart(
+        self,
+        *,
+        kickstart_coeff: float = NotProvided,  # type: ignore[assignment]
+        kickstart_lambda: float = NotProvided,  # type: ignore[assignment]
+        kickstart_beta: float = NotProvided,  # type: ignore[assignment]
+        kickstart_loss: str = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets the student's privacy-aware kickstart term (eq. 15-17).
+
+        Args:
+            kickstart_coeff: Weight of the kickstart term in the loss.
+            kickstart_lambda: λ: the threshold α_λ is the Lemma 1 radius shrunk by λ
+                (0 = the privacy-unaware student).
+            kickstart_beta: β in (0, 1), the confidence of the Lemma 1 radius.
+            kickstart_loss: ``thresholded_l2`` (φ_λ, eq. 16) or ``cross_entropy`` (Schmitt
+                et al.).
+
+        Returns:
+            This updated config.
+
+        """
         self.set_provided(locals())
         return self
 

@@ -259,13 +259,13 @@ class AgentFleet:
             targets=targets,
             config=self._config,
             mask=mask,
-            num_episodes=self._config.episodes_per_submission,
+            num_episodes=self._config.agents_episodes_per_submission,
         )
         return torch.stack([policy, value])
 
     def _agents(self, count: int) -> list[FleetAgent]:
         """The agents of the first ``count`` slots; a slot whose agent is done gets a new one."""
-        limit = self._config.submissions_per_agent
+        limit = self._config.agents_submissions_per_agent
         stale = [i for i in range(count) if (a := self._slots[i]) is None or a.submissions >= limit]
         if stale:
             gravities = self._env.draw_gravities(self._explore_rng, size=len(stale))
@@ -311,11 +311,11 @@ class AgentFleet:
                 seed=None
                 if self._env_seed_rng is None
                 else int(self._env_seed_rng.integers(2**31 - 1)),
-                sample=config.action_selection == "sample",
+                sample=config.agents_action_selection == "sample",
                 alpha=alpha,
                 rng=self._explore_rng,
             )
-            for _ in range(config.episodes_per_submission)
+            for _ in range(config.agents_episodes_per_submission)
         ]
         obs, actions, targets, mask = self._training_tensors(episodes, count)
         params = {name: p.detach() for name, p in self._wrapper.named_parameters()}
@@ -325,7 +325,7 @@ class AgentFleet:
             [jacobians[name].reshape(count, 2, -1) for name in self._param_names], dim=2
         )
         gradients = self._clipped_sum(parts.detach().numpy().astype(np.float64))
-        if config.zero_signal_control:
+        if config.privacy_zero_signal_control:
             # The no-signal control: what the mechanism's noise alone does to θ.
             gradients = np.zeros_like(gradients)
         released = self._mechanism.privatize_rows(gradients, self._noise_rng())
@@ -377,7 +377,7 @@ class AgentFleet:
 
     def _clipped_sum(self, parts: np.ndarray) -> np.ndarray:
         """Policy + value gradient of every agent, pre-clipped by part when configured."""
-        share = self._config.policy_clip_share
+        share = self._config.privacy_policy_clip_share
         if share is None:
             return parts.sum(axis=1)
         bound, norm = self._config.policy_clip  # the learner path's split, same bounds

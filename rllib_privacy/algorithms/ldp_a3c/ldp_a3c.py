@@ -4,7 +4,7 @@ Ono & Takahashi, "Locally Private Distributed Reinforcement Learning" (§3, Alg.
 Every submission comes from a local agent (an episode on an EnvRunner, with its
 private environment parameter ψ_n) that computes the A3C gradient, privatizes it
 with the Laplace or projected-random-sign mechanism and sends only the noisy
-gradient and its public score. The aggregator buffers ``max_buffer`` gradients,
+gradient and its public score. The aggregator buffers ``aggregator_max_buffer`` gradients,
 applies θ ← θ − lr·mean(B) and sends θ back with the next request (eq. 22).
 """
 
@@ -38,6 +38,10 @@ from typing_extensions import Self
 from rllib_privacy.accounting import LDPLedger, PrivacyJournalError
 from rllib_privacy.accounting.journal import SNAPSHOT, ReplayJournal, record_kind
 from rllib_privacy.accounting.shuffle import shuffle_epsilon
+from rllib_privacy.algorithms.config_keys import (
+    GroupedConfigMixin,
+    LegacyCountExplorationMixin,
+)
 from rllib_privacy.algorithms.ldp_a3c.fleet import evaluation_gravities, greedy_evaluation
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import (
@@ -87,15 +91,23 @@ logger = logging.getLogger(__name__)
 HEADLINE_KEYS = ("score_mean", "epsilon_per_agent", "submissions", "submissions_per_second")
 
 
-class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
+class LDPA3CConfig(
+    GroupedConfigMixin, LegacyCountExplorationMixin, StrictConfigMixin, AlgorithmConfig
+):
     """Configuration of PGC-A3C (``LDPA3C``); defaults are the paper's settings.
+
+    Its keys (docs/configuration.md) are grouped by builder method: ``.privacy()`` (the
+    gradient mechanism), ``.agents()`` (the local agents and the fleet),
+    ``.aggregator()``, ``.scoring()`` (FST and the greedy evaluation) and
+    ``.count_exploration()``; RLlib's own keys (``lr``, ``gamma``, ``vf_loss_coeff``,
+    ``entropy_coeff``) stay in ``.training()``.
 
     Example::
 
         config = (
             LDPA3CConfig()
             .environment("rllib_privacy/CartPoleGravity-v0")
-            .training(mechanism="laplace", epsilon=5.0)
+            .privacy(privacy_mechanism="laplace", privacy_epsilon=5.0)
             .env_runners(num_env_runners=2)
         )
         algo = config.build_algo()
@@ -103,7 +115,74 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
 
     key_reference = "LDPA3C"
     #: Nested keys checked by ``rllib train -f`` before Ray starts.
-    config_dict_keys = {"count_exploration": ExplorationSpec.keys()}
+    config_dict_keys = {"count_exploration_config": ExplorationSpec.keys()}
+    CONFIG_GROUPS = {
+        "privacy": (
+            "privacy_mechanism",
+            "privacy_epsilon",
+            "privacy_clip",
+            "privacy_policy_clip_share",
+            "privacy_reduced_dim",
+            "privacy_debias",
+            "privacy_secure_mode",
+            "privacy_zero_signal_control",
+            "privacy_shuffle_delta",
+            "privacy_journal_dir",
+        ),
+        "agents": (
+            "agents_per_env_runner",
+            "agents_submissions_per_agent",
+            "agents_episodes_per_submission",
+            "agents_action_selection",
+            "agents_exploration_alpha",
+            "agents_exploration_alpha_zero_at",
+            "agents_loss_reduction",
+            "agents_normalize_advantages",
+        ),
+        "aggregator": (
+            "aggregator_max_buffer",
+            "aggregator_optimizer",
+            "aggregator_submissions_per_iteration",
+            "aggregator_submissions_per_request",
+        ),
+        "scoring": (
+            "scoring_fst_target_score",
+            "scoring_eval_episodes",
+            "scoring_eval_heldout_gravities",
+        ),
+        "count_exploration": ("count_exploration_config", "count_exploration_scope"),
+    }
+    LEGACY_CONFIG_KEYS = {
+        "mechanism": "privacy_mechanism",
+        "epsilon": "privacy_epsilon",
+        "clip": "privacy_clip",
+        "policy_clip_share": "privacy_policy_clip_share",
+        "reduced_dim": "privacy_reduced_dim",
+        "debias": "privacy_debias",
+        "secure_mode": "privacy_secure_mode",
+        "zero_signal_control": "privacy_zero_signal_control",
+        "shuffle_delta": "privacy_shuffle_delta",
+        "submissions_per_agent": "agents_submissions_per_agent",
+        "episodes_per_submission": "agents_episodes_per_submission",
+        "action_selection": "agents_action_selection",
+        "exploration_alpha": "agents_exploration_alpha",
+        "exploration_alpha_zero_at": "agents_exploration_alpha_zero_at",
+        "loss_reduction": "agents_loss_reduction",
+        "normalize_advantages": "agents_normalize_advantages",
+        "max_buffer": "aggregator_max_buffer",
+        "submissions_per_iteration": "aggregator_submissions_per_iteration",
+        "submissions_per_request": "aggregator_submissions_per_request",
+        "fst_target_score": "scoring_fst_target_score",
+        "eval_episodes": "scoring_eval_episodes",
+        "eval_heldout_gravities": "scoring_eval_heldout_gravities",
+        "count_exploration": "count_exploration_config",
+    }
+    LEGACY_TRAINING_KWARGS = {
+        **{old: new for old, new in LEGACY_CONFIG_KEYS.items() if old != "count_exploration"},
+        "privacy_journal_dir": "privacy_journal_dir",
+        "agents_per_env_runner": "agents_per_env_runner",
+        "aggregator_optimizer": "aggregator_optimizer",
+    }
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or LDPA3C)
@@ -118,118 +197,52 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         self.gamma = 0.99
         self.vf_loss_coeff = 0.5
         self.entropy_coeff = 0.01
-        self.mechanism = "laplace"
-        self.epsilon = 1.0
-        self.clip: float | None = None
-        self.reduced_dim: int | None = None
-        self.debias = False
-        self.secure_mode = False
-        self.max_buffer: int | None = None
-        self.submissions_per_agent = 1
-        self.policy_clip_share: float | None = None
-        self.loss_reduction = "sum"
-        self.aggregator_optimizer = "sgd"
-        self.action_selection = "epsilon_argmax"
-        self.exploration_alpha = 0.5
-        self.exploration_alpha_zero_at = 900
-        self.fst_target_score = 195.0
-        self.submissions_per_iteration = 100
-        self.submissions_per_request = 1
-        # Count-based exploration bonus of the local agents (off unless a dict is given).
-        self.count_exploration: dict[str, Any] | None = None
-        self.count_exploration_scope = "agent"
+        self.privacy_mechanism = "laplace"
+        self.privacy_epsilon = 1.0
+        self.privacy_clip: float | None = None
+        self.privacy_policy_clip_share: float | None = None
+        self.privacy_reduced_dim: int | None = None
+        self.privacy_debias = False
+        self.privacy_secure_mode = False
+        self.privacy_zero_signal_control = False
+        self.privacy_shuffle_delta = 1e-6
         self.privacy_journal_dir: str | None = None
-        # Fleet, controls and metrics of issue #13 (defaults keep the paper's behaviour).
         self.agents_per_env_runner = 1
-        self.episodes_per_submission = 1
-        self.zero_signal_control = False
-        self.eval_episodes = 100
-        self.eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
-        self.shuffle_delta = 1e-6
-        self.normalize_advantages = False
+        self.agents_submissions_per_agent = 1
+        self.agents_episodes_per_submission = 1
+        self.agents_action_selection = "epsilon_argmax"
+        self.agents_exploration_alpha = 0.5
+        self.agents_exploration_alpha_zero_at = 900
+        self.agents_loss_reduction = "sum"
+        self.agents_normalize_advantages = False
+        self.aggregator_max_buffer: int | None = None
+        self.aggregator_optimizer = "sgd"
+        self.aggregator_submissions_per_iteration = 100
+        self.aggregator_submissions_per_request = 1
+        self.scoring_fst_target_score = 195.0
+        self.scoring_eval_episodes = 100
+        self.scoring_eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
+        # Count-based exploration bonus of the local agents (off unless a dict is given).
+        self.count_exploration_config: dict[str, Any] | None = None
+        self.count_exploration_scope = "agent"
 
     @override(AlgorithmConfig)
     def training(
         self,
         *,
-        mechanism: str = NotProvided,
-        epsilon: float = NotProvided,
-        clip: float | None = NotProvided,
-        reduced_dim: int | None = NotProvided,
-        debias: bool = NotProvided,
-        max_buffer: int | None = NotProvided,
-        submissions_per_agent: int = NotProvided,
-        policy_clip_share: float | None = NotProvided,
-        vf_loss_coeff: float = NotProvided,
-        entropy_coeff: float = NotProvided,
-        loss_reduction: str = NotProvided,
-        aggregator_optimizer: str = NotProvided,
-        action_selection: str = NotProvided,
-        exploration_alpha: float = NotProvided,
-        exploration_alpha_zero_at: int = NotProvided,
-        fst_target_score: float = NotProvided,
-        submissions_per_iteration: int = NotProvided,
-        submissions_per_request: int = NotProvided,
-        secure_mode: bool = NotProvided,
-        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
-        agents_per_env_runner: int = NotProvided,
-        episodes_per_submission: int = NotProvided,
-        zero_signal_control: bool = NotProvided,
-        eval_episodes: int = NotProvided,
-        eval_heldout_gravities: list[float] = NotProvided,
-        shuffle_delta: float = NotProvided,
-        normalize_advantages: bool = NotProvided,
+        vf_loss_coeff: float = NotProvided,  # type: ignore[assignment]
+        entropy_coeff: float = NotProvided,  # type: ignore[assignment]
         **kwargs: Any,
     ) -> Self:
-        """Sets PGC-A3C's training settings (see README "LDPA3C keys").
+        """RLlib's ``training()`` plus the loss weights of the paper's eq. 15-18.
+
+        The keywords this method took before the keys got their own builder methods
+        (``mechanism``, ``epsilon``, ``max_buffer``, ...) still work, with a
+        DeprecationWarning naming the new key and method.
 
         Args:
-            mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3), ``privunitg`` (Asi, Feldman
-                & Talwar 2022), ``privunit2`` (Bhowmick et al. 2018) or ``none``.
-            epsilon: Total ε of one local agent (split as ε/T over its T =
-                ``submissions_per_agent`` submissions); ``inf`` = non-private.
-            clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS, 1
-                PrivUnit). Laplace clips the L1 norm to C/2, PrivUnit the L2 norm to C.
-            reduced_dim: PRS projection size d̂; ``None`` = max{1, min{d, ⌊ε/2.5⌋}}.
-            debias: PRS only: rescale the random signs so E[output] = gradient.
-            max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS and PrivUnit).
-            submissions_per_agent: T of the multi-round variant (§3.3).
-            policy_clip_share: ``None`` = one joint L1 clip (paper); ρ in (0, 1) =
-                policy and value gradients pre-clipped to ρ·C/2 and (1−ρ)·C/2.
             vf_loss_coeff: λ, weight of the value loss.
             entropy_coeff: β, weight of the entropy bonus.
-            loss_reduction: ``sum`` over the episode (paper) or ``mean``.
-            aggregator_optimizer: ``sgd`` (θ ← θ − lr·mean(B), paper) or ``adam``.
-            action_selection: ``epsilon_argmax`` (paper) or ``sample``.
-            exploration_alpha: α₀ of the random-action schedule.
-            exploration_alpha_zero_at: Submissions after which α reaches 0.
-            fst_target_score: Θ of the first-success-time metric.
-            submissions_per_iteration: Submissions per training iteration.
-            submissions_per_request: Episodes one EnvRunner runs per remote call
-                (all with the same θ; more = faster, staler gradients). With a fleet it is
-                rounded up to a multiple of ``agents_per_env_runner`` (whole rounds).
-            secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from OS
-                entropy); the seed then does not drive the noise. Same ε.
-            privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
-                ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot
-                be switched off: a run without it could forget releases in a crash.
-            agents_per_env_runner: Local agents each EnvRunner simulates at once (a
-                vectorized fleet: one CartPole per agent, per-agent gradients with
-                ``torch.func.vmap``); 1 = one agent at a time (today's path). Above 1 needs
-                ``rllib_privacy/CartPoleGravity-v0`` and no ``count_exploration``.
-            episodes_per_submission: Episodes an agent runs (in its own environment) before
-                it submits ONE gradient of their mean loss: still one release. Fleet only.
-            zero_signal_control: Replace every gradient by zeros before the mechanism: a
-                no-signal control that shows what the noise alone does (same ε).
-            eval_episodes: Greedy evaluation episodes of the current weights per iteration
-                (``ldp/eval_return_mean``), half on the training gravities and half on
-                ``eval_heldout_gravities``; 0 = off. CartPoleGravity only.
-            eval_heldout_gravities: Gravities no local agent trains on.
-            shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a trusted
-                shuffler of each buffer of |B| reports would give (Feldman, McMillan &
-                Talwar 2021).
-            normalize_advantages: Shift and scale each agent's advantages over its own
-                steps to zero mean and unit variance before the policy loss.
             **kwargs: Forwarded to ``AlgorithmConfig.training``.
 
         Returns:
@@ -237,16 +250,151 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
 
         """
         super().training(**kwargs)
+        if vf_loss_coeff is not NotProvided:
+            self.vf_loss_coeff = vf_loss_coeff
+        if entropy_coeff is not NotProvided:
+            self.entropy_coeff = entropy_coeff
+        return self
+
+    def privacy(
+        self,
+        *,
+        privacy_mechanism: str = NotProvided,  # type: ignore[assignment]
+        privacy_epsilon: float = NotProvided,  # type: ignore[assignment]
+        privacy_clip: float | None = NotProvided,  # type: ignore[assignment]
+        privacy_policy_clip_share: float | None = NotProvided,  # type: ignore[assignment]
+        privacy_reduced_dim: int | None = NotProvided,  # type: ignore[assignment]
+        privacy_debias: bool = NotProvided,  # type: ignore[assignment]
+        privacy_secure_mode: bool = NotProvided,  # type: ignore[assignment]
+        privacy_zero_signal_control: bool = NotProvided,  # type: ignore[assignment]
+        privacy_shuffle_delta: float = NotProvided,  # type: ignore[assignment]
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets the gradient mechanism every local agent applies before anything leaves it.
+
+        Args:
+            privacy_mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3), ``privunitg`` (Asi,
+                Feldman & Talwar 2022), ``privunit2`` (Bhowmick et al. 2018) or ``none``.
+            privacy_epsilon: Total ε of one local agent (split as ε/T over its T =
+                ``agents_submissions_per_agent`` submissions); ``inf`` = non-private.
+            privacy_clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS,
+                1 PrivUnit). Laplace clips the L1 norm to C/2, PrivUnit the L2 norm to C.
+            privacy_policy_clip_share: ``None`` = one joint clip (paper); ρ in (0, 1) =
+                policy and value gradients pre-clipped to ρ and (1−ρ) of the bound.
+            privacy_reduced_dim: PRS projection size d̂; ``None`` = max{1, min{d, ⌊ε/2.5⌋}}.
+            privacy_debias: PRS only: rescale the random signs so E[output] = gradient.
+            privacy_secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from
+                OS entropy); the seed then does not drive the noise. Same ε.
+            privacy_zero_signal_control: Replace every gradient by zeros before the
+                mechanism: a no-signal control that shows what the noise alone does.
+            privacy_shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a
+                trusted shuffler of each buffer of |B| reports would give (Feldman,
+                McMillan & Talwar 2021).
+            privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
+                ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot be
+                switched off: a run without it could forget releases in a crash.
+
+        Returns:
+            This updated config.
+
+        """
         self.set_provided(locals())
         return self
 
-    def count_based_exploration(
+    def agents(
         self,
         *,
-        count_exploration: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        agents_per_env_runner: int = NotProvided,  # type: ignore[assignment]
+        agents_submissions_per_agent: int = NotProvided,  # type: ignore[assignment]
+        agents_episodes_per_submission: int = NotProvided,  # type: ignore[assignment]
+        agents_action_selection: str = NotProvided,  # type: ignore[assignment]
+        agents_exploration_alpha: float = NotProvided,  # type: ignore[assignment]
+        agents_exploration_alpha_zero_at: int = NotProvided,  # type: ignore[assignment]
+        agents_loss_reduction: str = NotProvided,  # type: ignore[assignment]
+        agents_normalize_advantages: bool = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets what one local agent does: episodes, actions, its A3C loss, the fleet.
+
+        Args:
+            agents_per_env_runner: Local agents each EnvRunner simulates at once (a
+                vectorized fleet: one CartPole per agent, per-agent gradients with
+                ``torch.func.vmap``); 1 = one agent at a time. Above 1 needs
+                ``rllib_privacy/CartPoleGravity-v0`` and no count exploration.
+            agents_submissions_per_agent: T of the multi-round variant (§3.3): each agent
+                submits T gradients at ε/T each.
+            agents_episodes_per_submission: Episodes an agent runs (in its own
+                environment) before it submits ONE gradient of their mean loss: still one
+                release. Fleet only.
+            agents_action_selection: ``epsilon_argmax`` (paper) or ``sample``.
+            agents_exploration_alpha: α₀ of the random-action schedule.
+            agents_exploration_alpha_zero_at: Submissions after which α reaches 0.
+            agents_loss_reduction: ``sum`` over the episode (paper) or ``mean``.
+            agents_normalize_advantages: Shift and scale each agent's advantages over its
+                own steps to zero mean and unit variance before the policy loss.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def aggregator(
+        self,
+        *,
+        aggregator_max_buffer: int | None = NotProvided,  # type: ignore[assignment]
+        aggregator_optimizer: str = NotProvided,  # type: ignore[assignment]
+        aggregator_submissions_per_iteration: int = NotProvided,  # type: ignore[assignment]
+        aggregator_submissions_per_request: int = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets how the aggregator buffers and applies the privatized gradients (eq. 22).
+
+        Args:
+            aggregator_max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS and
+                PrivUnit).
+            aggregator_optimizer: ``sgd`` (θ ← θ − lr·mean(B), paper) or ``adam``.
+            aggregator_submissions_per_iteration: Submissions per training iteration.
+            aggregator_submissions_per_request: Episodes one EnvRunner runs per remote call
+                (all with the same θ; more = faster, staler gradients). With a fleet it is
+                rounded up to a multiple of ``agents_per_env_runner`` (whole rounds).
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def scoring(
+        self,
+        *,
+        scoring_fst_target_score: float = NotProvided,  # type: ignore[assignment]
+        scoring_eval_episodes: int = NotProvided,  # type: ignore[assignment]
+        scoring_eval_heldout_gravities: float | list[float] = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets how a run is scored: the paper's FST and a greedy evaluation.
+
+        Args:
+            scoring_fst_target_score: Θ of the first-success-time metric.
+            scoring_eval_episodes: Greedy evaluation episodes of the current weights per
+                iteration (``ldp/eval_return_mean``), half on the training gravities and
+                half on ``scoring_eval_heldout_gravities``; 0 = off. CartPoleGravity only.
+            scoring_eval_heldout_gravities: Gravities no local agent trains on.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def count_exploration(
+        self,
+        *,
+        count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
         count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
     ) -> Self:
-        """Adds Tang et al.'s count bonus to each local agent's rewards (README "LDPA3C keys").
+        """Adds Tang et al.'s count bonus to each local agent's rewards.
 
         Every local agent hashes the states of its own episode (SimHash, BASS or a key
         function), counts them, and trains on r + β·f(n(φ(s))) in its A3C loss; the
@@ -255,50 +403,55 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         is clipped and privatized, so each release stays ε/T-LDP for that agent (DESIGN §3).
 
         Args:
-            count_exploration: The same settings dict as ExplorationPPO's
-                ``count_exploration`` (e.g. ``{"num_bits": 32, "beta": 0.01}``; ``{}`` =
-                defaults); ``None`` = no bonus. ``hash: autoencoder`` is not supported (a
-                learned hash would need training on pooled states).
+            count_exploration_config: The same settings dict as ExplorationPPO's (e.g.
+                ``{"num_bits": 32, "beta": 0.01}``; ``{}`` = defaults); ``None`` = no
+                bonus. ``hash: autoencoder`` is not supported (a learned hash would need
+                training on pooled states).
             count_exploration_scope: ``agent`` (default): a new, empty table for every
-                local agent, kept across its T = ``submissions_per_agent`` submissions, so
-                its gradient depends on its own states only. ``env_runner``: one table per
-                EnvRunner, shared by all the local agents it hosts over its lifetime.
-                This BREAKS the per-agent guarantee: agent n+1's bonus, hence its released
-                gradient, depends on the states of agents 1..n, which leak through that
-                release outside their ε. Only for trusted single-owner runners and for
-                measuring long-lived tables (``benchmarks/soak.py``).
+                local agent, kept across its T submissions, so its gradient depends on its
+                own states only. ``env_runner``: one table per EnvRunner, shared by all the
+                local agents it hosts over its lifetime. This BREAKS the per-agent
+                guarantee: agent n+1's bonus, hence its released gradient, depends on the
+                states of agents 1..n, which leak through that release outside their ε.
+                Only for trusted single-owner runners and for measuring long-lived tables
+                (``benchmarks/soak.py``).
 
         Returns:
             This updated config.
 
         """
-        if count_exploration is not NotProvided:
-            self.count_exploration = None if count_exploration is None else dict(count_exploration)
+        if count_exploration_config is not NotProvided:
+            self.count_exploration_config = (
+                None if count_exploration_config is None else dict(count_exploration_config)
+            )
         if count_exploration_scope is not NotProvided:
             self.count_exploration_scope = count_exploration_scope
         return self
 
     def get_exploration_spec(self) -> ExplorationSpec | None:
-        """The validated ``count_exploration`` settings, or None when the bonus is off."""
-        if self.count_exploration is None:
+        """The validated ``count_exploration_config``, or None when the bonus is off."""
+        if self.count_exploration_config is None:
             return None
-        spec = ExplorationSpec.from_dict(self.count_exploration, prefix="count_exploration")
+        spec = ExplorationSpec.from_dict(
+            self.count_exploration_config, prefix="count_exploration_config"
+        )
         if spec.hash == "autoencoder":
             raise PrivacyConfigError(
-                "count_exploration.hash 'autoencoder' is not supported by LDPA3C (a learned "
-                "hash would be trained on states pooled across releases); use simhash, bass "
-                "or key_function"
+                "count_exploration_config.hash 'autoencoder' is not supported by LDPA3C (a "
+                "learned hash would be trained on states pooled across releases); use "
+                "simhash, bass or key_function"
             )
         return spec
 
     def heldout_gravities(self) -> tuple[float, ...]:
-        """``eval_heldout_gravities`` as a tuple (a single number is one gravity)."""
+        """``scoring_eval_heldout_gravities`` as a tuple (a single number is one gravity)."""
+        name = "scoring_eval_heldout_gravities"
         try:
-            return validate_positive_choices("eval_heldout_gravities", self.eval_heldout_gravities)
+            return validate_positive_choices(name, self.scoring_eval_heldout_gravities)
         except PrivacyConfigError:
             raise PrivacyConfigError(
-                "config key 'eval_heldout_gravities' must be a number or a non-empty list of "
-                f"finite numbers > 0, got {self.eval_heldout_gravities!r}"
+                f"config key '{name}' must be a number or a non-empty list of finite "
+                f"numbers > 0, got {self.scoring_eval_heldout_gravities!r}"
             ) from None
 
     def _validate_fleet(self) -> None:
@@ -309,10 +462,10 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
                 f"got {self.agents_per_env_runner!r}"
             )
         fleet = self.agents_per_env_runner > 1
-        if self.episodes_per_submission > 1 and not fleet:
+        if self.agents_episodes_per_submission > 1 and not fleet:
             raise PrivacyConfigError(
-                "config key 'episodes_per_submission' > 1 needs agents_per_env_runner > 1 "
-                f"(the fleet path), got agents_per_env_runner={self.agents_per_env_runner}"
+                "config key 'agents_episodes_per_submission' > 1 needs agents_per_env_runner "
+                f"> 1 (the fleet path), got agents_per_env_runner={self.agents_per_env_runner}"
             )
         if fleet and self.env != CARTPOLE_GRAVITY_ENV_ID:
             raise PrivacyConfigError(
@@ -320,58 +473,61 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
                 f"(the fleet vectorizes its dynamics), got env {self.env!r}; use "
                 "agents_per_env_runner: 1 for other environments"
             )
-        if fleet and self.count_exploration is not None:
+        if fleet and self.count_exploration_config is not None:
             raise PrivacyConfigError(
-                "config key 'count_exploration' is not supported with agents_per_env_runner "
-                "> 1; use agents_per_env_runner: 1"
+                "config key 'count_exploration_config' is not supported with "
+                "agents_per_env_runner > 1; use agents_per_env_runner: 1"
             )
 
     def _validate_count_exploration(self) -> None:
         _check_choice(
             "count_exploration_scope", self.count_exploration_scope, COUNT_EXPLORATION_SCOPES
         )
-        if self.count_exploration is not None and not isinstance(self.count_exploration, dict):
+        config = self.count_exploration_config
+        if config is not None and not isinstance(config, dict):
             raise PrivacyConfigError(
-                "config key 'count_exploration' must be a dict of settings or null, "
-                f"got {self.count_exploration!r}"
+                "config key 'count_exploration_config' must be a dict of settings or null, "
+                f"got {config!r}"
             )
         self.get_exploration_spec()
 
     @property
     def effective_clip(self) -> float:
-        """C actually used: ``clip`` or the mechanism's paper default."""
-        return DEFAULT_CLIP.get(self.mechanism, 1.0) if self.clip is None else float(self.clip)
+        """C actually used: ``privacy_clip`` or the mechanism's paper default."""
+        if self.privacy_clip is None:
+            return DEFAULT_CLIP.get(self.privacy_mechanism, 1.0)
+        return float(self.privacy_clip)
 
     @property
     def effective_max_buffer(self) -> int:
-        """|B| actually used: ``max_buffer`` or the mechanism's paper default."""
-        if self.max_buffer is None:
-            return DEFAULT_MAX_BUFFER.get(self.mechanism, 1)
-        return int(self.max_buffer)
+        """|B| actually used: ``aggregator_max_buffer`` or the mechanism's paper default."""
+        if self.aggregator_max_buffer is None:
+            return DEFAULT_MAX_BUFFER.get(self.privacy_mechanism, 1)
+        return int(self.aggregator_max_buffer)
 
     @property
     def policy_clip(self) -> tuple[float, str]:
-        """(bound, norm) that ``policy_clip_share`` splits: (C/2, l1) or (C, l2)."""
-        if self.mechanism in L2_MECHANISMS:
+        """(bound, norm) that ``privacy_policy_clip_share`` splits: (C/2, l1) or (C, l2)."""
+        if self.privacy_mechanism in L2_MECHANISMS:
             return self.effective_clip, "l2"
         return self.effective_clip / 2.0, "l1"
 
     @property
     def is_private(self) -> bool:
         """False for the non-private baseline (mechanism none or ε = ∞)."""
-        return self.mechanism != "none" and math.isfinite(float(self.epsilon))
+        return self.privacy_mechanism != "none" and math.isfinite(float(self.privacy_epsilon))
 
     def get_gradient_mechanism(self) -> GradientMechanism:
         """The mechanism one submission uses (ε/T per release)."""
         if not self.is_private:
             return GradientMechanism(name="none", epsilon=math.inf, clip=self.effective_clip)
         return GradientMechanism(
-            name=self.mechanism,
-            epsilon=float(self.epsilon) / self.submissions_per_agent,
+            name=self.privacy_mechanism,
+            epsilon=float(self.privacy_epsilon) / self.agents_submissions_per_agent,
             clip=self.effective_clip,
-            reduced_dim=self.reduced_dim,
-            debias=self.debias,
-            secure_mode=self.secure_mode,
+            reduced_dim=self.privacy_reduced_dim,
+            debias=self.privacy_debias,
+            secure_mode=self.privacy_secure_mode,
         )
 
     @override(AlgorithmConfig)
@@ -400,57 +556,63 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
 
     def validate_ldp_settings(self) -> None:
         """Raises PrivacyConfigError for a bad PGC-A3C setting (no Ray needed)."""
-        _check_choice("mechanism", self.mechanism, MECHANISM_NAMES)
-        _check_choice("loss_reduction", self.loss_reduction, ("sum", "mean"))
+        mechanism = self.privacy_mechanism
+        _check_choice("privacy_mechanism", mechanism, MECHANISM_NAMES)
+        _check_choice("agents_loss_reduction", self.agents_loss_reduction, ("sum", "mean"))
         _check_choice("aggregator_optimizer", self.aggregator_optimizer, AGGREGATOR_OPTIMIZERS)
-        _check_choice("action_selection", self.action_selection, ACTION_SELECTIONS)
-        epsilon = _check_number("epsilon", self.epsilon, low=0.0, allow_inf=True)
-        if self.mechanism == "none" and math.isfinite(epsilon):
+        _check_choice("agents_action_selection", self.agents_action_selection, ACTION_SELECTIONS)
+        epsilon = _check_number("privacy_epsilon", self.privacy_epsilon, low=0.0, allow_inf=True)
+        if mechanism == "none" and math.isfinite(epsilon):
             raise PrivacyConfigError(
-                f"config key 'epsilon' is {epsilon} but mechanism 'none' releases raw "
-                "gradients (epsilon = inf): set epsilon: .inf, or mechanism: laplace or prs"
+                f"config key 'privacy_epsilon' is {epsilon} but privacy_mechanism 'none' "
+                "releases raw gradients (epsilon = inf): set privacy_epsilon: .inf, or "
+                "privacy_mechanism: laplace or prs"
             )
         if self.framework_str != "torch":
             raise PrivacyConfigError(
                 f"config key 'framework' must be 'torch' for LDPA3C, got {self.framework_str!r}"
             )
-        if self.clip is not None:
-            _check_number("clip", self.clip, low=0.0)
+        if self.privacy_clip is not None:
+            _check_number("privacy_clip", self.privacy_clip, low=0.0)
         for name in (
-            "submissions_per_agent",
-            "submissions_per_iteration",
-            "submissions_per_request",
-            "exploration_alpha_zero_at",
+            "agents_submissions_per_agent",
+            "aggregator_submissions_per_iteration",
+            "aggregator_submissions_per_request",
+            "agents_exploration_alpha_zero_at",
             "agents_per_env_runner",
-            "episodes_per_submission",
+            "agents_episodes_per_submission",
         ):
             _check_int(name, getattr(self, name), low=1)
-        _check_int("eval_episodes", self.eval_episodes, low=0)
-        for name in ("zero_signal_control", "normalize_advantages"):
+        _check_int("scoring_eval_episodes", self.scoring_eval_episodes, low=0)
+        for name in (
+            "privacy_zero_signal_control",
+            "agents_normalize_advantages",
+            "privacy_debias",
+            "privacy_secure_mode",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise PrivacyConfigError(
                     f"config key '{name}' must be true or false, got {getattr(self, name)!r}"
                 )
-        _check_number("shuffle_delta", self.shuffle_delta, low=0.0, high=1.0)
+        _check_number("privacy_shuffle_delta", self.privacy_shuffle_delta, low=0.0, high=1.0)
         self._validate_fleet()
-        if self.policy_clip_share is not None:
-            _check_number("policy_clip_share", self.policy_clip_share, low=0.0, high=1.0)
-        if self.max_buffer is not None:
-            _check_int("max_buffer", self.max_buffer, low=1)
-        if self.reduced_dim is not None:
-            _check_int("reduced_dim", self.reduced_dim, low=1)
-            if self.mechanism != "prs":
-                raise PrivacyConfigError(
-                    "config key 'reduced_dim' only applies to mechanism 'prs', "
-                    f"but mechanism is {self.mechanism!r}"
-                )
-        if self.debias and self.mechanism != "prs":
-            raise PrivacyConfigError(
-                f"config key 'debias' only applies to mechanism 'prs', got {self.mechanism!r}"
+        if self.privacy_policy_clip_share is not None:
+            _check_number(
+                "privacy_policy_clip_share", self.privacy_policy_clip_share, low=0.0, high=1.0
             )
-        if not isinstance(self.secure_mode, bool):
+        if self.aggregator_max_buffer is not None:
+            _check_int("aggregator_max_buffer", self.aggregator_max_buffer, low=1)
+        if self.privacy_reduced_dim is not None:
+            _check_int("privacy_reduced_dim", self.privacy_reduced_dim, low=1)
+            if mechanism != "prs":
+                raise PrivacyConfigError(
+                    "config key 'privacy_reduced_dim' only applies to privacy_mechanism "
+                    f"'prs', but privacy_mechanism is {mechanism!r}"
+                )
+        if self.privacy_debias and mechanism != "prs":
             raise PrivacyConfigError(
-                f"config key 'secure_mode' must be true or false, got {self.secure_mode!r}"
+                "config key 'privacy_debias' only applies to privacy_mechanism 'prs', "
+                f"got {mechanism!r}"
             )
         if not isinstance(self.lr, list):  # a list is RLlib's schedule, checked by RLlib
             _check_number("lr", self.lr, low=0.0)
@@ -458,9 +620,13 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         _check_number("vf_loss_coeff", self.vf_loss_coeff, low=0.0, inclusive_low=True)
         _check_number("entropy_coeff", self.entropy_coeff, low=0.0, inclusive_low=True)
         _check_number(
-            "exploration_alpha", self.exploration_alpha, low=0.0, high=1.0, inclusive_low=True
+            "agents_exploration_alpha",
+            self.agents_exploration_alpha,
+            low=0.0,
+            high=1.0,
+            inclusive_low=True,
         )
-        _check_number("fst_target_score", self.fst_target_score, low=-math.inf)
+        _check_number("scoring_fst_target_score", self.scoring_fst_target_score, low=-math.inf)
         check_journal_dir(self.privacy_journal_dir)
         if self.num_learners > 1:
             raise PrivacyConfigError(
@@ -472,7 +638,7 @@ class LDPA3CConfig(StrictConfigMixin, AlgorithmConfig):
         if self.seed is not None and self.is_private:
             # Before Ray starts: a fixed seed outside tests would let anyone who knows it
             # regenerate the gradient noise (a restarted runner still draws fresh noise).
-            warn_fixed_seed("seed (.debugging(seed=...))", secure_mode=self.secure_mode)
+            warn_fixed_seed("seed (.debugging(seed=...))", secure_mode=self.privacy_secure_mode)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -650,11 +816,13 @@ class LDPA3C(Algorithm):
         self._buffer = GradientBuffer(config.effective_max_buffer, self._weights.size)
         # Each local agent may spend at most ε in total; the ledger refuses more.
         self._ledger = LDPLedger(
-            epsilon_budget_per_agent=float(config.epsilon) if config.is_private else math.inf
+            epsilon_budget_per_agent=float(config.privacy_epsilon)
+            if config.is_private
+            else math.inf
         )
-        self._scores = _ScoreTracker(config.fst_target_score)
+        self._scores = _ScoreTracker(config.scoring_fst_target_score)
         self._mechanism = config.get_gradient_mechanism()
-        # Fault accounting (see README "Budgets that survive crashes").
+        # Fault accounting (see docs/privacy-journal.md).
         self._applied = 0  # gradients that went into the buffer in this θ's history
         self._duplicates = 0
         # Lost requests = sent − answered − still in flight. Counting them this way also
@@ -734,14 +902,14 @@ class LDPA3C(Algorithm):
             "weights": self._weights,
             "weights_version": self._weights_version,
             "submissions_so_far": self._scores.submissions,
-            "num_submissions": self.config.submissions_per_request,
+            "num_submissions": self.config.aggregator_submissions_per_request,
         }
 
     @override(Algorithm)
     def training_step(self) -> None:
         """Collects ``submissions_per_iteration`` submissions, updating θ as B fills."""
         start, start_submissions = time.perf_counter(), self._scores.submissions
-        target = start_submissions + self.config.submissions_per_iteration
+        target = start_submissions + self.config.aggregator_submissions_per_iteration
         group = self.env_runner_group
         if group.num_remote_env_runners() == 0:
             while self._scores.submissions < target:
@@ -820,8 +988,8 @@ class LDPA3C(Algorithm):
         scores, ledger = self._scores, self._ledger
         alpha_n = exploration_alpha(
             scores.submissions,
-            initial=self.config.exploration_alpha,
-            zero_at=self.config.exploration_alpha_zero_at,
+            initial=self.config.agents_exploration_alpha,
+            zero_at=self.config.agents_exploration_alpha_zero_at,
         )
         recent = float(np.mean(scores.recent)) if scores.recent else math.nan
         values = {
@@ -881,14 +1049,14 @@ class LDPA3C(Algorithm):
     def _evaluation_metrics(self) -> dict[str, float]:
         """Greedy returns of the current θ on training and held-out gravities."""
         config = self.config
-        if config.eval_episodes == 0 or config.env != CARTPOLE_GRAVITY_ENV_ID:
+        if config.scoring_eval_episodes == 0 or config.env != CARTPOLE_GRAVITY_ENV_ID:
             return {}
         train = validate_positive_choices(
             "gravity_choices",
             (config.env_config or {}).get("gravity_choices", PAPER_GRAVITY_CHOICES),
         )
         gravities, heldout = evaluation_gravities(
-            train, config.heldout_gravities(), config.eval_episodes
+            train, config.heldout_gravities(), config.scoring_eval_episodes
         )
         # A public seed per iteration: the evaluation uses no agent's data.
         returns = self._on_learner(
@@ -906,13 +1074,13 @@ class LDPA3C(Algorithm):
             return {}
         epsilon0 = self._mechanism.epsilon_per_release
         per_buffer = shuffle_epsilon(
-            epsilon0, self.config.effective_max_buffer, self.config.shuffle_delta
+            epsilon0, self.config.effective_max_buffer, self.config.privacy_shuffle_delta
         )
         # An agent's T reports land in up to T buffers: basic composition over them.
-        rounds = self.config.submissions_per_agent
+        rounds = self.config.agents_submissions_per_agent
         return {
             keys.PRIVACY_EPSILON_SHUFFLED: per_buffer * rounds,
-            keys.PRIVACY_DELTA_SHUFFLED: self.config.shuffle_delta * rounds,
+            keys.PRIVACY_DELTA_SHUFFLED: self.config.privacy_shuffle_delta * rounds,
         }
 
     @override(Algorithm)

@@ -74,7 +74,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
     local agent at a time; their episodes run in lockstep so that actions are
     computed in one batched forward pass.
 
-    With ``count_exploration`` set, each episode's rewards get the count bonus before
+    With ``count_exploration_config`` set, each episode's rewards get the count bonus before
     its A3C loss (see ``LDPA3CConfig.count_based_exploration``); the counts stay here.
     """
 
@@ -143,8 +143,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
                 weights_version=weights_version,
                 alpha=lambda made: exploration_alpha(
                     submissions_so_far + made,
-                    initial=self.config.exploration_alpha,
-                    zero_at=self.config.exploration_alpha_zero_at,
+                    initial=self.config.agents_exploration_alpha,
+                    zero_at=self.config.agents_exploration_alpha_zero_at,
                 ),
                 num_submissions=num_submissions,
             )
@@ -158,8 +158,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             num_parallel = min(len(envs), num_submissions - len(out))
             alpha = exploration_alpha(
                 submissions_so_far + len(out),
-                initial=self.config.exploration_alpha,
-                zero_at=self.config.exploration_alpha_zero_at,
+                initial=self.config.agents_exploration_alpha,
+                zero_at=self.config.agents_exploration_alpha_zero_at,
             )
             agents = [self._next_agent(i) for i in range(num_parallel)]
             trajectories = self._run_episodes(envs[:num_parallel], agents, module, alpha)
@@ -188,7 +188,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
 
     def _next_agent(self, slot: int) -> _LocalAgent:
         agent = self._agents[slot]
-        if agent is None or agent.submissions >= self.config.submissions_per_agent:
+        if agent is None or agent.submissions >= self.config.agents_submissions_per_agent:
             agent = _LocalAgent(
                 agent_id=next(self._agent_ids), noise_rng=self._noise_streams.spawn()
             )
@@ -212,7 +212,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         trajectories = [_Trajectory() for _ in envs]
         obs = [self._reset(env, agent) for env, agent in zip(envs, agents, strict=True)]
         num_actions = int(self.env.single_action_space.n)
-        sample = self.config.action_selection == "sample"
+        sample = self.config.agents_action_selection == "sample"
         # forward_inference() toggles eval()/train() unless the module is already in
         # eval mode; doing it once here keeps that off the per-step path.
         module.eval()
@@ -276,7 +276,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
 
     def _count_table(self, agent: _LocalAgent) -> CountBasedExploration | None:
         """The table ``agent``'s states are counted in (None: no count bonus)."""
-        if self.config.count_exploration is None:
+        if self.config.count_exploration_config is None:
             return None
         if self.config.count_exploration_scope == "env_runner":
             if self._runner_counts is None:

@@ -19,13 +19,13 @@ It exists as a correctness and speed reference (``benchmarks/pgc_a3c.py --speed`
 not for training runs. Differences to ``LDPA3CEnvRunner``:
 
 * Actions are always sampled from π (the module's exploration path through RLlib's
-  connectors): ``action_selection`` and the α random-action schedule
+  connectors): ``agents_action_selection`` and the α random-action schedule
   (``exploration_alpha``) are ignored. That is fine for a speed baseline; the
   learning curves differ.
 * One episode per ``sample()`` call on the first finished sub-environment; with
   ``num_envs_per_env_runner > 1`` the other sub-environments' partial episodes are
   discarded (use 1 environment per runner).
-* Multi-round agents (``submissions_per_agent > 1``) are not supported: RLlib's reset
+* Multi-round agents (``agents_submissions_per_agent > 1``) are not supported: RLlib's reset
   path cannot pin an agent's private gravity across episodes.
 
 Use it with ``config.env_runners(env_runner_cls=RLlibSamplingLDPA3CEnvRunner)``.
@@ -56,11 +56,11 @@ class RLlibSamplingLDPA3CEnvRunner(LDPA3CEnvRunner):
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        if self.config.submissions_per_agent != 1:
+        if self.config.agents_submissions_per_agent != 1:
             raise PrivacyConfigError(
-                "config key 'submissions_per_agent' must be 1 with "
+                "config key 'agents_submissions_per_agent' must be 1 with "
                 "RLlibSamplingLDPA3CEnvRunner (RLlib's reset cannot keep an agent's "
-                f"private environment), got {self.config.submissions_per_agent!r}"
+                f"private environment), got {self.config.agents_submissions_per_agent!r}"
             )
 
     @override(LDPA3CEnvRunner)

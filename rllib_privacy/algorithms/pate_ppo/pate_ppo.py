@@ -37,6 +37,7 @@ from typing_extensions import Self
 
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.accounting.pate import BUDGET_BASES
+from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.callbacks.pate_labeling import (
     LABELER_ATTR,
     QUERY_SELECTIONS,
@@ -44,6 +45,8 @@ from rllib_privacy.callbacks.pate_labeling import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
+from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
+from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
 from rllib_privacy.teachers.journaling import (
     algorithm_journal_path,
     check_journal_dir,
@@ -59,9 +62,9 @@ HEADLINE_KEYS = (
     "pate_queries",
 )
 
-#: PATE keys of PATEPPOConfig and their defaults (see README "PATEPPO keys").
+#: PATE keys of PATEPPOConfig and their defaults (docs/configuration.md).
 PATE_DEFAULTS: dict[str, Any] = {
-    "teacher_checkpoints": None,
+    "pate_teacher_checkpoints": None,
     "pate_num_teachers": None,
     "pate_gamma": 0.05,
     "pate_delta": 1e-5,
@@ -84,22 +87,35 @@ MAX_PATE_ORDER = 1024
 MAX_PATE_GAMMA = 1.0e6
 
 
-class PATEPPOConfig(StrictConfigMixin, PPOConfig):
+class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, PPOConfig):
     """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
+
+    Its keys (docs/configuration.md) are grouped by builder method: ``.pate()``
+    (``pate_*``: the teachers, the noisy max, the accountant and the label loss) and
+    ``.privacy()`` (the journal).
 
     Example::
 
         config = (
             PATEPPOConfig()
             .environment("rllib_privacy/CartPoleGravity-v0")
-            .training(teacher_checkpoints="~/ray_results/pate-teachers-cartpole",
-                      pate_gamma=0.5, pate_epsilon_budget=20.0)
+            .pate(pate_teacher_checkpoints="~/ray_results/pate-teachers-cartpole",
+                  pate_gamma=0.5, pate_epsilon_budget=20.0)
         )
         algo = config.build_algo()
     """
 
-    #: README section listing the keys (named when a key is unknown).
+    #: The algorithm's name in the key reference (named when a key is unknown).
     key_reference = "PATEPPO"
+    CONFIG_GROUPS = {
+        "pate": tuple(k for k in PATE_DEFAULTS if k.startswith("pate_")),
+        "privacy": ("privacy_journal_dir",),
+    }
+    LEGACY_CONFIG_KEYS = {"teacher_checkpoints": "pate_teacher_checkpoints"}
+    LEGACY_TRAINING_KWARGS = {
+        "teacher_checkpoints": "pate_teacher_checkpoints",
+        **{key: key for keys in CONFIG_GROUPS.values() for key in keys},
+    }
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or PATEPPO)
@@ -107,31 +123,28 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             setattr(self, name, value)
         self.callbacks_class = PATELabelingCallback
 
-    @override(PPOConfig)
-    def training(
+    def pate(
         self,
         *,
-        teacher_checkpoints: str | list[str] | None = NotProvided,
-        pate_num_teachers: int | None = NotProvided,
-        pate_gamma: float = NotProvided,
-        pate_delta: float = NotProvided,
-        pate_epsilon_budget: float = NotProvided,
-        pate_max_queries: int | None = NotProvided,
-        pate_budget_basis: str = NotProvided,
-        pate_max_order: int = NotProvided,
-        pate_query_selection: str = NotProvided,
-        pate_queries_per_sample: int | None = NotProvided,
-        pate_label_loss_coeff: float = NotProvided,
-        pate_log_label_agreement: bool = NotProvided,
-        pate_secure_mode: bool = NotProvided,
-        privacy_journal_dir: str | None = NotProvided,
-        **kwargs: Any,
+        pate_teacher_checkpoints: str | list[str] | None = NotProvided,  # type: ignore[assignment]
+        pate_num_teachers: int | None = NotProvided,  # type: ignore[assignment]
+        pate_gamma: float = NotProvided,  # type: ignore[assignment]
+        pate_delta: float = NotProvided,  # type: ignore[assignment]
+        pate_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
+        pate_max_queries: int | None = NotProvided,  # type: ignore[assignment]
+        pate_budget_basis: str = NotProvided,  # type: ignore[assignment]
+        pate_max_order: int = NotProvided,  # type: ignore[assignment]
+        pate_query_selection: str = NotProvided,  # type: ignore[assignment]
+        pate_queries_per_sample: int | None = NotProvided,  # type: ignore[assignment]
+        pate_label_loss_coeff: float = NotProvided,  # type: ignore[assignment]
+        pate_log_label_agreement: bool = NotProvided,  # type: ignore[assignment]
+        pate_secure_mode: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
-        """Sets PPO's and PATE's training settings (see README "PATEPPO keys").
+        """Sets the teacher ensemble, its noisy-max labels, their budget and their loss.
 
         Args:
-            teacher_checkpoints: Teacher RLModule dirs, Algorithm checkpoints, or an
-                experiment folder of teacher trials (a path or a list of paths).
+            pate_teacher_checkpoints: Teacher RLModule dirs, Algorithm checkpoints, or an
+                experiment folder of teacher trials (a path or a list of paths). Required.
             pate_num_teachers: Use only the first n teachers found (None: all).
             pate_gamma: γ, inverse Laplace noise scale of noisy max (each query 2γ-DP).
             pate_delta: δ of the reported (ε, δ).
@@ -145,15 +158,11 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
             pate_secure_mode: Floating-point-safe noisy max (OpenDP Laplace, OS entropy);
                 the seed then does not drive the labels' noise.
-            privacy_journal_dir: Folder of the labeler's write-ahead privacy journal (None:
-                ``<trial folder>/privacy_journal``); it cannot be switched off.
-            **kwargs: Forwarded to ``PPOConfig.training``.
 
         Returns:
             This updated config.
 
         """
-        super().training(**kwargs)
         self.set_provided(locals())
         return self
 
@@ -175,13 +184,13 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
     def validate_pate_settings(self) -> None:
         """Raises PrivacyConfigError for a bad PATE setting (no Ray, no file access).
 
-        Whether ``teacher_checkpoints`` exist is checked when the algorithm starts, so
+        Whether ``pate_teacher_checkpoints`` exist is checked when the algorithm starts, so
         that an experiment file can be validated before its teachers are trained.
         """
-        spec = self.teacher_checkpoints
+        spec = self.pate_teacher_checkpoints
         if spec is None:
             raise PrivacyConfigError(
-                "config key 'teacher_checkpoints' is required: a teacher experiment folder, "
+                "config key 'pate_teacher_checkpoints' is required: a teacher experiment folder, "
                 "checkpoint or RLModule directory, or a list of them"
             )
         paths = [spec] if isinstance(spec, str) else spec
@@ -191,7 +200,7 @@ class PATEPPOConfig(StrictConfigMixin, PPOConfig):
             or not all(isinstance(p, str) and p for p in paths)
         ):
             raise PrivacyConfigError(
-                "config key 'teacher_checkpoints' must be a path or a non-empty list of "
+                "config key 'pate_teacher_checkpoints' must be a path or a non-empty list of "
                 f"paths, got {spec!r}"
             )
         if self.pate_num_teachers is not None:
@@ -306,12 +315,9 @@ class PATEPPO(PPO):
     @override(PPO)
     def setup(self, config: PATEPPOConfig) -> None:
         """Builds PPO, then starts the one labeler actor and hands it to every EnvRunner."""
-        from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
-        from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
-
         super().setup(config)
         teacher_dirs = resolve_teacher_checkpoints(
-            config.teacher_checkpoints, num_teachers=config.pate_num_teachers
+            config.pate_teacher_checkpoints, num_teachers=config.pate_num_teachers
         )
         observation_space, action_space = self.env_runner_group.get_spaces()[DEFAULT_MODULE_ID]
         journal = algorithm_journal_path(

@@ -39,22 +39,22 @@ def a3c_loss_parts(
 
     policy = Σ_t [−log π(a_t|s_t)·A_t − β·H(π(·|s_t))], value = λ·Σ_t (V̂_t − V(s_t))²
     with A_t = V̂_t − V(s_t) (V detached in the policy term). Σ is a sum over the steps
-    divided by ``num_episodes`` (``loss_reduction: sum``, the paper's, per episode) or a
+    divided by ``num_episodes`` (``agents_loss_reduction: sum``, the paper's, per episode) or a
     mean over the steps (``mean``). ``mask`` (1 = a real step, 0 = padding) lets a fleet
     of agents with episodes of different lengths share one padded tensor. With
-    ``normalize_advantages`` the A_t of the agent's own steps are shifted and scaled to
+    ``agents_normalize_advantages`` the A_t of the agent's own steps are shifted and scaled to
     zero mean and unit variance (this agent's data only, so the release stays its own).
     """
     advantages = targets - values.detach()
     if mask is None:
         mask = torch.ones_like(values)
-    if config.normalize_advantages:
+    if config.agents_normalize_advantages:
         # Over this agent's own steps only: zero mean, unit variance.
         steps = mask.sum()
         mean = (advantages * mask).sum() / steps
         std = torch.sqrt((torch.square(advantages - mean) * mask).sum() / steps)
         advantages = (advantages - mean) / (std + 1e-6)
-    denominator = mask.sum() if config.loss_reduction == "mean" else float(num_episodes)
+    denominator = mask.sum() if config.agents_loss_reduction == "mean" else float(num_episodes)
 
     def reduce(x: torch.Tensor) -> torch.Tensor:
         return (x * mask).sum() / denominator
@@ -69,11 +69,11 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
 
     L = Σ_t [−log π(a_t|s_t)·A_t − β·H(π(·|s_t))] + λ·Σ_t (V̂_t − V(s_t))²,
     A_t = V̂_t − V(s_t) (V detached in the policy term); β = ``entropy_coeff``,
-    λ = ``vf_loss_coeff``; Σ becomes a mean when ``loss_reduction="mean"``.
+    λ = ``vf_loss_coeff``; Σ becomes a mean when ``agents_loss_reduction="mean"``.
     The optimizer is plain SGD (θ ← θ − lr·g, the aggregator's eq. 22) unless
     ``aggregator_optimizer="adam"``.
 
-    With ``policy_clip_share=ρ`` the gradients of the policy part (policy loss and
+    With ``privacy_policy_clip_share=ρ`` the gradients of the policy part (policy loss and
     entropy) and of the value part are clipped separately before the mechanism, to
     L1 norms ρ·C/2 and (1−ρ)·C/2 (L2 norms ρ·C and (1−ρ)·C for the PrivUnit mechanisms,
     whose C bounds the L2 norm). Their sum still has norm ≤ C/2 (C), so the
@@ -113,7 +113,7 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
             targets=batch[VALUE_TARGETS],
             config=config,
         )
-        if config.policy_clip_share is not None:
+        if config.privacy_policy_clip_share is not None:
             # compute_gradients() differentiates the two parts separately.
             self._loss_parts[module_id] = (policy_part, value_part)
         return policy_part + value_part
@@ -127,12 +127,12 @@ class LDPA3CTorchLearner(LDPGradientPrivatizerMixin, LDPA3CLearner, TorchLearner
     @override(TorchLearner)
     def compute_gradients(self, loss_per_module: dict[ModuleID, TensorType], **kwargs: Any) -> Any:
         """Plain backward pass, or separately pre-clipped policy and value gradients."""
-        share = self.config.policy_clip_share
+        share = self.config.privacy_policy_clip_share
         if share is None:
             grads = super().compute_gradients(loss_per_module, **kwargs)
         else:
             grads = self._part_clipped_gradients(loss_per_module, share)
-        if self.config.zero_signal_control:
+        if self.config.privacy_zero_signal_control:
             # The no-signal control: the mechanism then privatizes zeros.
             grads = {ref: torch.zeros_like(g) for ref, g in grads.items()}
         return grads

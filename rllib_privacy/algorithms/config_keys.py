@@ -1,0 +1,258 @@
+"""One naming style for the config keys this package adds, and their old names.
+
+The rule (docs/configuration.md): every key this package adds to an AlgorithmConfig is
+snake_case and starts with the name of the builder method that sets it, followed by an
+underscore, and that method's keyword arguments are the attribute names themselves, as
+in RLlib's ``.evaluation(evaluation_interval=...)``. So ``.privacy(privacy_epsilon=1.0)``
+sets ``config.privacy_epsilon``, which is also the flat YAML ``config:`` key, and one look
+at a key tells which method documents it. RLlib's own keys (``lr``, ``gamma``,
+``vf_loss_coeff``, ...) keep their names and methods.
+
+Keys renamed by this rule still work: ``update_from_dict`` (YAML ``config:``), attribute
+assignment, the old ``.training(...)`` keywords and configs restored from old checkpoints
+translate an old name to its new one, with one DeprecationWarning naming both.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+import warnings
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar
+
+import ray
+from ray.rllib.algorithms.algorithm_config import NotProvided
+
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.utils.config_keys import allowed_config_keys
+
+#: The page that documents every key (named when a key is unknown).
+KEY_REFERENCE_PAGE = "docs/configuration.md"
+#: Frames in these folders are skipped when a warning names the caller's line.
+_INTERNAL_DIRS = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(ray.__file__ or "")) + os.sep,
+)
+
+
+def _warn(message: str) -> None:
+    """A DeprecationWarning attributed to the first caller outside this package and Ray.
+
+    So it points at the user's YAML loader or builder call, and Python's default filter
+    shows it when that caller is ``__main__``.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, DeprecationWarning, stacklevel=level + 1)
+
+
+def group_of(key: str, groups: Collection[str]) -> str | None:
+    """The builder method (longest matching prefix) that documents ``key``, if any."""
+    matches = [g for g in groups if key.startswith(f"{g}_")]
+    return max(matches, key=len) if matches else None
+
+
+def suggest(word: str, candidates: Collection[str], renamed: Mapping[str, str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate or old name (as its new name)."""
+    pool = {str(c): str(c) for c in candidates}
+    pool.update({old: new for old, new in renamed.items()})
+    close = difflib.get_close_matches(word, list(pool), n=1)
+    return f" (did you mean {pool[close[0]]!r}?)" if close else ""
+
+
+class GroupedConfigMixin:
+    """Grouped builder methods and old key names for an AlgorithmConfig subclass.
+
+    Put it first among the bases (before RLlib's config class). A subclass lists its own
+    keys in ``CONFIG_GROUPS`` ({builder method: attribute names}) and the renamed ones in
+    ``LEGACY_CONFIG_KEYS`` ({old key: new key}); ``LEGACY_TRAINING_KWARGS`` are the keywords
+    ``.training(...)`` accepted before the keys moved to their own methods ({old keyword:
+    attribute}).
+    """
+
+    #: {builder method: the attributes it sets}; every name starts with ``<method>_``.
+    CONFIG_GROUPS: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: {old key: new key}: keys renamed to the one naming style.
+    LEGACY_CONFIG_KEYS: ClassVar[Mapping[str, str]] = {}
+    #: {old ``.training()`` keyword: attribute}: keywords that moved to a group method.
+    LEGACY_TRAINING_KWARGS: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def legacy_config_keys(cls) -> dict[str, str]:
+        """{old key: new key} of this config's renamed keys (YAML ``config:`` and dicts)."""
+        return dict(cls.LEGACY_CONFIG_KEYS)
+
+    @classmethod
+    def own_config_keys(cls) -> dict[str, str]:
+        """{key: builder method} of every key this package adds to this config."""
+        return {key: group for group, names in cls.CONFIG_GROUPS.items() for key in names}
+
+    @classmethod
+    def translate_legacy_keys(
+        cls, config_dict: Mapping[str, Any], *, warn: bool = True
+    ) -> dict[str, Any]:
+        """A copy of ``config_dict`` with old key names replaced by the new ones.
+
+        Recurses into ``evaluation_config``. Each old key gives one DeprecationWarning
+        naming both keys (when ``warn``).
+
+        Raises:
+            PrivacyConfigError: If a key is given under its old and its new name.
+
+        """
+        out: dict[str, Any] = {}
+        for key, value in config_dict.items():
+            new = cls.LEGACY_CONFIG_KEYS.get(key)
+            if new is not None:
+                if new in config_dict or new in out:
+                    raise PrivacyConfigError(
+                        f"config sets {new!r} twice (also under its old name {key!r})"
+                    )
+                if warn:
+                    cls._warn_renamed(key, new)
+                key = new
+            if key == "evaluation_config" and isinstance(value, Mapping):
+                value = cls.translate_legacy_keys(value, warn=warn)
+            out[key] = value
+        return out
+
+    @classmethod
+    def _warn_renamed(cls, old: str, new: str) -> None:
+        group = group_of(new, cls.CONFIG_GROUPS)
+        where = f" (set by .{group}())" if group else ""
+        _warn(f"{cls.__name__}: config key {old!r} is deprecated; use {new!r}{where}")
+
+    def update_from_dict(self, config_dict: Mapping[str, Any]) -> Any:
+        """RLlib's ``update_from_dict`` with old names translated and unknown keys rejected.
+
+        Raises:
+            PrivacyConfigError: For a key this config does not know, with the closest key.
+
+        """
+        translated = self.translate_legacy_keys(config_dict)
+        self.check_known_keys(translated)
+        return super().update_from_dict(translated)  # type: ignore[misc]
+
+    def check_known_keys(self, config_dict: Mapping[str, Any]) -> None:
+        """Raise for a key this config does not know (Tune's ``__magic__`` keys pass).
+
+        Raises:
+            PrivacyConfigError: Naming the key, the closest known key and the key reference.
+
+        """
+        allowed = allowed_config_keys(self)
+        for key in config_dict:
+            if key in allowed or (key.startswith("__") and key.endswith("__")):
+                continue
+            raise PrivacyConfigError(
+                f"config key {key!r} is not known to {type(self).__name__}"
+                f"{suggest(str(key), allowed, self.LEGACY_CONFIG_KEYS)}; see "
+                f"{KEY_REFERENCE_PAGE} for its keys"
+            )
+
+    def training(self, **kwargs: Any) -> Any:
+        """RLlib's ``training()``; the keywords that moved to a group method still work.
+
+        Returns:
+            This updated config.
+
+        """
+        for name in [k for k in kwargs if k in self.LEGACY_TRAINING_KWARGS]:
+            new = self.LEGACY_TRAINING_KWARGS[name]
+            group = group_of(new, self.CONFIG_GROUPS)
+            _warn(
+                f"{type(self).__name__}.training({name}=...) is deprecated; use .{group}({new}=...)"
+            )
+            setattr(self, new, kwargs.pop(name))
+        return super().training(**kwargs)  # type: ignore[misc]
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        new = type(self).LEGACY_CONFIG_KEYS.get(key)
+        if new is not None:
+            type(self)._warn_renamed(key, new)
+            key = new
+        super().__setattr__(key, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: an old attribute name still reads.
+        new = type(self).LEGACY_CONFIG_KEYS.get(name)
+        if new is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        type(self)._warn_renamed(name, new)
+        return getattr(self, new)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Any:
+        """RLlib's ``from_state``; a state saved before the rename restores its values.
+
+        ``AlgorithmConfig.from_state`` copies the state into ``__dict__``: an old key would
+        sit there beside the new attribute's default (a restored run with the default ε).
+
+        Returns:
+            The restored config.
+
+        """
+        ctor = state.get("class", cls)
+        legacy = getattr(ctor, "LEGACY_CONFIG_KEYS", cls.LEGACY_CONFIG_KEYS)
+        renamed = {legacy.get(k, k): v for k, v in state.items() if k not in legacy}
+        renamed.update({legacy[k]: v for k, v in state.items() if k in legacy})
+        return super().from_state(renamed)  # type: ignore[misc]
+
+
+def warn_renamed_method(config: Any, old: str, new: str) -> None:
+    """One DeprecationWarning for a builder method that got a new name."""
+    _warn(f"{type(config).__name__}.{old}() is deprecated; use .{new}()")
+
+
+class JournalPrivacyMixin:
+    """``.privacy()`` holding only the journal folder.
+
+    For an algorithm whose privacy settings belong to a party with its own group (the
+    kickstart teacher's ``.teacher()``, PATE's ``.pate()``).
+    """
+
+    privacy_journal_dir: str | None
+
+    def privacy(
+        self,
+        *,
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,  # type: ignore[assignment]
+    ) -> Any:
+        """Sets where the write-ahead privacy journal lives (docs/privacy-journal.md).
+
+        Args:
+            privacy_journal_dir: Its folder; ``None`` = ``<trial folder>/privacy_journal``
+                (stable across ``--resume``). It cannot be switched off: a run without it
+                could forget releases in a crash.
+
+        Returns:
+            This updated config.
+
+        """
+        if privacy_journal_dir is not NotProvided:
+            self.privacy_journal_dir = privacy_journal_dir  # type: ignore[assignment]
+        return self
+
+
+class LegacyCountExplorationMixin:
+    """The old ``.count_based_exploration()``, now ``.count_exploration()``."""
+
+    #: Old keyword → new one; the others kept their names.
+    _RENAMED_KWARGS = {
+        "count_exploration": "count_exploration_config",
+        "flatten_observations": "count_exploration_flatten_observations",
+    }
+
+    def count_based_exploration(self, **kwargs: Any) -> Any:
+        """Deprecated: use ``.count_exploration(count_exploration_config=...)``.
+
+        Returns:
+            This updated config.
+
+        """
+        warn_renamed_method(self, "count_based_exploration", "count_exploration")
+        renamed = {self._RENAMED_KWARGS.get(k, k): v for k, v in kwargs.items()}
+        return self.count_exploration(**renamed)  # type: ignore[attr-defined]
