@@ -59,7 +59,10 @@ def translate_metric_key(key: str) -> str:
 
 
 def translate_config_keys(
-    config: Mapping[str, Any], notices: list[str], where: str = "config"
+    config: Mapping[str, Any],
+    notices: list[str],
+    where: str = "config",
+    renamed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Rename legacy and alias keys (recursing into ``evaluation_config``).
 
@@ -67,6 +70,8 @@ def translate_config_keys(
         config: A config mapping as written in the file or on the command line.
         notices: Receives one line per legacy key translated.
         where: Where the mapping is, for messages (``config``, ``gpu_config``, ...).
+        renamed: The algorithm config's own renamed keys ({old: new}, its
+            ``legacy_config_keys()``; docs/configuration.md), translated with a notice too.
 
     Returns:
         A new mapping with current key names.
@@ -80,9 +85,14 @@ def translate_config_keys(
         new_key = LEGACY_CONFIG_KEYS.get(key, CONFIG_KEY_ALIASES.get(key, key))
         if key in LEGACY_CONFIG_KEYS:
             notices.append(f"{where} key {key!r} is an old API stack key; using {new_key!r}")
+        elif renamed and key in renamed:
+            new_key = renamed[key]
+            notices.append(f"{where} key {key!r} is deprecated (renamed); using {new_key!r}")
         if new_key in out or (new_key != key and new_key in config):
             raise PrivacyConfigError(f"{where} sets {new_key!r} twice (also as {key!r})")
         if new_key == "evaluation_config" and isinstance(value, Mapping):
-            value = translate_config_keys(value, notices, where=f"{where}.evaluation_config")
+            value = translate_config_keys(
+                value, notices, where=f"{where}.evaluation_config", renamed=renamed
+            )
         out[new_key] = value
     return out

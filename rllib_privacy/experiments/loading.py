@@ -172,8 +172,15 @@ def _param_spaces(
         ``class_path_envs`` fields of :class:`Experiment`.
 
     """
-    config = translate_config_keys(_mapping(spec, "config"), notices)
-    gpu_config = translate_config_keys(_mapping(spec, "gpu_config"), notices, "gpu_config")
+    # The algorithm's own renamed keys (docs/configuration.md), also in --config overrides.
+    legacy = getattr(type(algo_cls.get_default_config()), "legacy_config_keys", None)
+    names = legacy() if callable(legacy) else {}
+    renamed = dict(names) if isinstance(names, Mapping) else {}
+    config = translate_config_keys(_mapping(spec, "config"), notices, renamed=renamed)
+    gpu_config = translate_config_keys(
+        _mapping(spec, "gpu_config"), notices, "gpu_config", renamed=renamed
+    )
+    override = translate_config_keys(override, notices, "--config", renamed=renamed)
     config = _with_top_level_env(config, spec.get("env"))
     has_gpu_config = "gpu_config" in spec
     param_space, num_variants, class_envs = _finalize_config(
