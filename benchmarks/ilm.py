@@ -148,7 +148,8 @@ def render_section(rows: list[Row], command: str, notes: str) -> str:
             f"- Command: `{command}`",
             f"- Machine: {machine_line()}",
             "- Data: diabetes `age` (scikit-learn, 442 patients, 58 distinct ages), 50 bins; "
-            "the paper's five actions; pDP under the mixture reading (README).",
+            "the paper's five actions; pDP under the mixture reading "
+            "(`docs/components/instance-laplace.md`).",
             notes,
             "",
             table(rows),
