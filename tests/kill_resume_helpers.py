@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -176,3 +177,36 @@ def kill_past_checkpoint_then_resume(
     assert rows[-1]["training_iteration"] == spec["stop"]["training_iteration"]
     assert len(rows) == rows[-1]["training_iteration"] - restored
     return KilledAndResumed(at_kill, spent(at_kill), rows, restored)
+
+
+def build_in_folder(config_class: type, env: str, settings: dict, journal_dir: Path) -> Any:
+    """Build an algorithm from an experiment's ``config:`` with its journal in ``journal_dir``."""
+    values = {**settings, "privacy_journal_dir": str(journal_dir)}
+    config = config_class().environment(env)
+    config.rl_module(model_config=values.pop("model_config"))
+    return config.update_from_dict(values).build_algo()
+
+
+def restore_in_another_folder(
+    build: Callable[[Path], Any], tmp_path: Path
+) -> tuple[str, dict, dict]:
+    """Train twice in ``run_1`` (checkpoint after the first), restore it in ``run_2``, train.
+
+    Returns:
+        (checkpoint path, run_1's second result, run_2's first result).
+
+    """
+    first = build(tmp_path / "run_1")
+    try:
+        first.train()
+        checkpoint = first.save_to_path(str(tmp_path / "checkpoint"))
+        before = first.train()  # releases after the checkpoint
+    finally:
+        first.stop()
+    second = build(tmp_path / "run_2")
+    try:
+        second.restore_from_path(checkpoint)
+        after = second.train()
+    finally:
+        second.stop()
+    return checkpoint, before, after

@@ -16,7 +16,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from kill_resume_helpers import journal_records, kill_past_checkpoint_then_resume
+from kill_resume_helpers import (
+    build_in_folder,
+    journal_records,
+    kill_past_checkpoint_then_resume,
+    restore_in_another_folder,
+)
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
@@ -155,19 +160,27 @@ def test_checkpoint_restored_into_a_new_journal_is_snapshotted(tmp_path: Path) -
     assert _privacy_stats(_teacher(fresh_journal)) == _privacy_stats(old) == _privacy_stats(moved)
 
 
-def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
+def _answered_70_checkpointed_at_40(
     tmp_path: Path,
-) -> None:
-    # Issue #14: the teacher answered 70 states, the checkpoint was taken at 40; restored
-    # into a new folder it reported 40. The checkpoint's journal is found by its ledger id.
+) -> tuple[DirichletTeacher, dict[str, Any], DirichletTeacher, Path]:
+    """The run of issue #14, and its checkpoint restored by a teacher in a new folder."""
     old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
-    old.start_rollout(expected_states=70)
+    old.start_rollout(expected_states=100)
     old.answer(_obs(40))
     checkpoint = json.loads(json.dumps(old.get_state()))
     old.answer(_obs(30, seed=2))
     new_journal = tmp_path / "run_2" / "kickstart_teacher.jsonl"
     moved = _teacher(new_journal)
     moved.set_state(checkpoint)
+    return old, checkpoint, moved, new_journal
+
+
+def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # Issue #14: the teacher answered 70 states, the checkpoint was taken at 40; restored
+    # into a new folder it reported 40. The checkpoint's journal is found by its ledger id.
+    old, checkpoint, moved, new_journal = _answered_70_checkpointed_at_40(tmp_path)
     assert moved.stats()["releases"] == old.stats()["releases"] == 70
     assert moved.stats()["replayed_releases"] == 30
     assert _privacy_stats(moved) == _privacy_stats(old)
@@ -182,14 +195,7 @@ def test_restoring_the_same_checkpoint_again_keeps_the_new_folders_releases(
 ) -> None:
     # A trial restored from another run's checkpoint restarts (before its own first
     # checkpoint) and restores that checkpoint again: its releases since then still count.
-    old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
-    old.start_rollout(expected_states=100)
-    old.answer(_obs(40))
-    checkpoint = json.loads(json.dumps(old.get_state()))
-    old.answer(_obs(30, seed=2))
-    new_journal = tmp_path / "run_2" / "kickstart_teacher.jsonl"
-    moved = _teacher(new_journal)
-    moved.set_state(checkpoint)
+    old, checkpoint, moved, new_journal = _answered_70_checkpointed_at_40(tmp_path)
     moved.answer(_obs(10, seed=3))
     assert moved.stats()["releases"] == 80
     restarted = _teacher(new_journal)
@@ -375,27 +381,12 @@ def test_algorithm_restored_into_a_new_folder_keeps_every_release(
     teacher_dir = tmp_path / "teacher_module"
     _module().save_to_path(str(teacher_dir))
     settings = _experiment(teacher_dir, 1.0e6)["kickstart-journal"]["config"]
-
-    def build(journal_dir: Path) -> Any:
-        values = {**settings, "privacy_journal_dir": str(journal_dir)}
-        config = KickstartPPOConfig().environment("CartPole-v1")
-        config.rl_module(model_config=values.pop("model_config"))
-        return config.update_from_dict(values).build_algo()
-
-    first = build(tmp_path / "run_1")
-    try:
-        first.train()
-        checkpoint = first.save_to_path(str(tmp_path / "checkpoint"))
-        made = first.train()["privacy"]["releases"]  # a release after the checkpoint
-    finally:
-        first.stop()
+    _, before, after = restore_in_another_folder(
+        lambda folder: build_in_folder(KickstartPPOConfig, "CartPole-v1", settings, folder),
+        tmp_path,
+    )
+    made, privacy = before["privacy"]["releases"], after["privacy"]
     assert made == 2 * BATCH
     # Algorithm.from_checkpoint elsewhere: the journal is found by the ledger id.
-    second = build(tmp_path / "run_2")
-    try:
-        second.restore_from_path(checkpoint)
-        privacy = second.train()["privacy"]
-    finally:
-        second.stop()
     assert privacy["releases"] == made + BATCH
     assert privacy["releases_replayed_from_journal"] == BATCH

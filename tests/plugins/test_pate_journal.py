@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kill_resume_helpers import journal_records, kill_past_checkpoint_then_resume
+from kill_resume_helpers import (
+    build_in_folder,
+    journal_records,
+    kill_past_checkpoint_then_resume,
+    restore_in_another_folder,
+)
 from test_pate_ppo_units import ENV, save_teacher
 
 from rllib_privacy.accounting import PATELedger
@@ -283,27 +288,14 @@ def test_algorithm_restored_into_a_new_folder_keeps_every_query(
     ray_session, teachers: list[str], tmp_path: Path
 ) -> None:
     settings = _experiment(teachers, 1.0e6)["pate-journal"]["config"]
+    env = "rllib_privacy/CartPoleGravity-v0"
 
-    def build(journal_dir: Path) -> Any:
-        values = {**settings, "privacy_journal_dir": str(journal_dir)}
-        config = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
-        config.rl_module(model_config=values.pop("model_config"))
-        return config.update_from_dict(values).build_algo()
+    def build(folder: Path) -> Any:
+        return build_in_folder(PATEPPOConfig, env, settings, folder)
 
-    first = build(tmp_path / "run_1")
-    try:
-        first.train()
-        checkpoint = first.save_to_path(str(tmp_path / "checkpoint"))
-        made = first.train()["pate_queries"]  # queries answered after the checkpoint
-    finally:
-        first.stop()
+    checkpoint, before, result = restore_in_another_folder(build, tmp_path)
+    made = before["pate_queries"]  # two iterations, one after the checkpoint
     assert made == 2 * QUERIES
-    second = build(tmp_path / "run_2")
-    try:
-        second.restore_from_path(checkpoint)
-        result = second.train()
-    finally:
-        second.stop()
     assert result["pate_queries"] == result["privacy"]["releases"] == made + QUERIES
     assert result["privacy"]["releases_replayed_from_journal"] == QUERIES
     # Without the checkpoint's journal the restore stops, naming the ledger.
