@@ -1,4 +1,7 @@
-"""PrivacyJournal: durable appends, torn-tail repair, corruption and component checks."""
+"""PrivacyJournal: durable appends, torn-tail repair, corruption and component checks.
+
+ReplayJournal: the header's ledger id, checkpoint markers, finding a checkpoint's journal.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +13,14 @@ import sys
 import pytest
 
 from rllib_privacy.accounting import (
+    LDPLedger,
     PrivacyJournal,
     PrivacyJournalError,
+    ReplayJournal,
     default_journal_dir,
     journal_file,
 )
+from rllib_privacy.accounting.journal import JournalNotFoundError, record_kind
 
 
 @pytest.fixture
@@ -194,3 +200,65 @@ def test_records_detects_a_file_changed_behind_its_back(path: pathlib.Path) -> N
     PrivacyJournal(path, component="x").append({"i": 1})  # a second writer
     with pytest.raises(PrivacyJournalError, match="holds 2 records, but 1 were written"):
         journal.records()
+
+
+# ---------------------------------------------------------------------- ReplayJournal
+
+
+def test_replay_journal_header_carries_the_ledger_id(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "c.jsonl"
+    ledger = LDPLedger()
+    journal = ReplayJournal(path, component="c", ledger=ledger)
+    assert PrivacyJournal(path, component="c").records()[0]["ledger_id"] == ledger.ledger_id
+    # Reopening (a restarted run) gives the new ledger the journal's identity.
+    other = LDPLedger()
+    assert ReplayJournal(path, component="c", ledger=other).ledger_id == ledger.ledger_id
+    assert other.ledger_id == ledger.ledger_id == journal.marker()["ledger_id"]
+    assert journal.marker()["journal_path"] == str(path)
+
+
+def test_ldp_a3c_journal_written_before_the_one_journal_still_opens(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "ldp_a3c.jsonl"
+    old = PrivacyJournal(path, component="ldp_a3c")
+    old.append({"type": "start", "journal_id": "abc"})
+    old.append({"type": "submission", "agent_id": "a"})
+    old.close()
+    journal = ReplayJournal(path, component="ldp_a3c")
+    assert journal.ledger_id == "abc"
+    assert [record_kind(r) for r in journal.records_to_replay()] == ["submission"]
+    # A checkpoint marker of that version ({"id", "seq"}) still names its records.
+    assert journal.tail_after({"id": "abc", "seq": 0}) == journal.records_to_replay()
+
+
+def test_marker_past_the_end_of_its_journal_raises(tmp_path: pathlib.Path) -> None:
+    journal = ReplayJournal(tmp_path / "c.jsonl", component="c")
+    marker = {**journal.marker(), "journal_seq": 5}
+    with pytest.raises(PrivacyJournalError, match="lost records"):
+        journal.tail_after(marker)
+
+
+def test_a_checkpoints_journal_is_found_only_by_its_header(tmp_path: pathlib.Path) -> None:
+    source = ReplayJournal(tmp_path / "old" / "c.jsonl", component="c")
+    source.append("release", n=1)
+    marker = {**source.marker(), "journal_path": str(tmp_path / "gone.jsonl")}
+    source.append("release", n=2)
+    here = ReplayJournal(tmp_path / "new" / "c.jsonl", component="c")
+    # Files beside this journal that are another component's or another ledger's do not count.
+    ReplayJournal(tmp_path / "new" / "other_ledger.jsonl", component="c")
+    ReplayJournal(tmp_path / "new" / "other_component.jsonl", component="d")
+    (tmp_path / "new" / "garbage.jsonl").write_text("not json\n")
+    assert here.find_journal(marker) is None
+    replayed: list[dict] = []
+    with pytest.raises(JournalNotFoundError, match=source.ledger_id) as error:
+        here.after_restore(marker, replay=replayed.extend, snapshot=dict, accept_loss=False)
+    assert "gone.jsonl" in str(error.value) and replayed == []
+    copy = tmp_path / "new" / f"c.{source.ledger_id}.jsonl"
+    copy.write_bytes(source.path.read_bytes())
+    assert here.find_journal(marker) == copy
+    here.after_restore(marker, replay=replayed.extend, snapshot=lambda: {"n": 2})
+    assert [r["n"] for r in replayed] == [2]
+    snapshot = here.records()[-1]
+    assert snapshot["kind"] == "snapshot" and snapshot["state"] == {"n": 2}
+    assert snapshot["restored_from"]["replayed_records"] == 1
