@@ -88,7 +88,7 @@ def mountaincar_trial(seed: int, bonus: bool, budget: int) -> dict[str, Any]:
     env, config = mountaincar_settings()
     config = {**config, "seed": seed, "num_env_runners": 0}
     if not bonus:
-        config.pop("count_exploration", None)
+        config.pop("count_exploration_config", None)
     config_cls = ExplorationPPOConfig if bonus else PPOConfig
     algo = build_algo(config_cls, env, config)
     curve, first_goal, solved_at = [], None, None
@@ -218,8 +218,8 @@ def frozenlake_algo(arm: str, seed: int) -> Any:
         config["env_config"] = env_config
     if bonus == "simhash":
         return build_algo(ExplorationPPOConfig, env, config)
-    config.pop("count_exploration")
-    config.pop("flatten_observations")
+    config.pop("count_exploration_config")
+    config.pop("count_exploration_flatten_observations")
     model_config = config.pop("model_config", {})
     return (
         PPOConfig()
@@ -444,7 +444,7 @@ def run_overhead(args: argparse.Namespace) -> dict[str, Any]:
 
     env, config = mountaincar_settings()
     config = {**config, "num_env_runners": 0, "seed": 0}
-    plain = {k: v for k, v in config.items() if k != "count_exploration"}
+    plain = {k: v for k, v in config.items() if k != "count_exploration_config"}
     with_bonus = build_algo(ExplorationPPOConfig, env, config)
     without = build_algo(PPOConfig, env, plain)
     times: dict[str, list[float]] = {"bonus": [], "plain": []}

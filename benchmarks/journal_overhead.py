@@ -101,7 +101,7 @@ def submissions_per_second(base: dict[str, Any], folder: str, args: argparse.Nam
     config = LDPA3CConfig().update_from_dict(
         {
             **base,
-            "submissions_per_iteration": args.submissions_per_iteration,
+            "aggregator_submissions_per_iteration": args.submissions_per_iteration,
             "privacy_journal_dir": directory,
         }
     )

@@ -308,7 +308,7 @@ def run_rl(args: argparse.Namespace) -> str:
             (
                 f"PATE-PPO γ={gamma}, ε budget {budget:g}, ≤{cap} labels",
                 {
-                    "teacher_checkpoints": teacher_dirs,
+                    "pate_teacher_checkpoints": teacher_dirs,
                     "pate_gamma": gamma,
                     "pate_epsilon_budget": budget,
                     "pate_max_queries": cap,
@@ -323,7 +323,7 @@ def run_rl(args: argparse.Namespace) -> str:
         finals, aucs, eps_dd, eps_di, queries, agreement = [], [], [], [], [], []
         for seed in range(args.seeds):
             start = time.perf_counter()
-            config = PPOConfig() if pate is None else PATEPPOConfig().training(**pate)
+            config = PPOConfig() if pate is None else PATEPPOConfig().pate(**pate)
             algo = _ppo(config, seed=seed, gravities=[9.8]).build_algo()
             curve = _train(algo, args.rl_student_steps)
             algo.stop()

@@ -213,24 +213,24 @@ class Arm:
     def build_config(self, base_config: Mapping[str, Any], *, paper_fleet: int) -> dict[str, Any]:
         """The arm's LDPA3C config (without ε, seed and the per-trial resource keys).
 
-        Paper arms get ``agents_per_env_runner = submissions_per_request = paper_fleet``
+        Paper arms get ``agents_per_env_runner = aggregator_submissions_per_request = paper_fleet``
         (one fleet round per request); a base with a fleet but no
-        ``submissions_per_request`` gets one round per request too (else every round
+        ``aggregator_submissions_per_request`` gets one round per request too (else every round
         would release one gradient and discard the other agents' episodes).
         """
         config = dict(base_config)
-        config["mechanism"] = self.mechanism
+        config["privacy_mechanism"] = self.mechanism
         if self.zero_signal_control:
-            config["zero_signal_control"] = True
+            config["privacy_zero_signal_control"] = True
         if self.is_paper_base or int(config.get("agents_per_env_runner", 1) or 1) == 1:
             # Paper arms and one-agent-at-a-time bases (laplace_tuned, prs_tuned): a fleet
             # of paper_fleet agents, else 90,000 submissions take hours per trial.
             config["agents_per_env_runner"] = int(paper_fleet)
-            config["submissions_per_request"] = int(paper_fleet)
+            config["aggregator_submissions_per_request"] = int(paper_fleet)
         config.update(dict(self.overrides))
         fleet = int(config.get("agents_per_env_runner", 1) or 1)
-        if fleet > 1 and "submissions_per_request" not in config:
-            config["submissions_per_request"] = fleet
+        if fleet > 1 and "aggregator_submissions_per_request" not in config:
+            config["aggregator_submissions_per_request"] = fleet
         return config
 
     def to_json(self) -> dict[str, Any]:
@@ -415,14 +415,14 @@ def trial_config(
     the trial's own process (``num_env_runners: 0``, one CPU), quiet."""
     config = dict(arm_config)
     config.update(
-        epsilon=float(epsilon),
+        privacy_epsilon=float(epsilon),
         seed=int(seed),
         num_env_runners=0,
         num_cpus_for_main_process=1,
-        submissions_per_iteration=int(submissions_per_iteration),
+        aggregator_submissions_per_iteration=int(submissions_per_iteration),
     )
     if eval_episodes is not None:
-        config["eval_episodes"] = int(eval_episodes)
+        config["scoring_eval_episodes"] = int(eval_episodes)
     return config
 
 
@@ -1024,7 +1024,7 @@ def variants(
                 eval_episodes=eval_episodes,
             )
             if row.arm in TUNED_BUFFER_ARMS and row.epsilon in TUNED_MAX_BUFFER:
-                config["max_buffer"] = TUNED_MAX_BUFFER[row.epsilon]
+                config["aggregator_max_buffer"] = TUNED_MAX_BUFFER[row.epsilon]
             out.append({"arm": row.arm, "epsilon": row.epsilon, "seed": seed, "config": config})
     return out
 
@@ -1161,20 +1161,24 @@ def run_speed(args: argparse.Namespace) -> list[SpeedResult]:
 
     base = load_base_config(args.tuned_config)
     fleet = int(base.get("agents_per_env_runner", 1) or 1)
-    request = int(base.get("submissions_per_request", fleet if fleet > 1 else 1) or 1)
+    request = int(base.get("aggregator_submissions_per_request", fleet if fleet > 1 else 1) or 1)
     iteration = max(1, min(args.speed_iteration, args.speed_submissions))
     setups: list[tuple[str, dict[str, Any], type | None]] = []
     if fleet > 1:
         setups.append(
-            (f"LDPA3CEnvRunner, fleet of {fleet}", {"submissions_per_request": request}, None)
+            (
+                f"LDPA3CEnvRunner, fleet of {fleet}",
+                {"aggregator_submissions_per_request": request},
+                None,
+            )
         )
         setups.append(
             (
                 "LDPA3CEnvRunner, 1 agent",
                 {
                     "agents_per_env_runner": 1,
-                    "episodes_per_submission": 1,
-                    "submissions_per_request": request,
+                    "agents_episodes_per_submission": 1,
+                    "aggregator_submissions_per_request": request,
                 },
                 None,
             )
@@ -1184,7 +1188,7 @@ def run_speed(args: argparse.Namespace) -> list[SpeedResult]:
     setups.append(
         (
             "RLlibSamplingLDPA3CEnvRunner (reference)",
-            {"agents_per_env_runner": 1, "episodes_per_submission": 1},
+            {"agents_per_env_runner": 1, "agents_episodes_per_submission": 1},
             RLlibSamplingLDPA3CEnvRunner,
         )
     )
@@ -1194,12 +1198,12 @@ def run_speed(args: argparse.Namespace) -> list[SpeedResult]:
             cpus = args.cpus_per_runner or cpus_per_runner(args.num_cpus, count)
             config = LDPA3CConfig().update_from_dict(dict(base))
             config.env_runners(num_env_runners=count, num_cpus_per_env_runner=cpus)
-            config.training(submissions_per_iteration=iteration, **training)
+            config.update_from_dict({"aggregator_submissions_per_iteration": iteration, **training})
             config.debugging(seed=args.seed, log_level="ERROR")
             if runner_cls is not None:
                 # A plain runner: one environment, one episode and gradient per call.
                 config.env_runners(env_runner_cls=runner_cls, num_envs_per_env_runner=1)
-                config.training(submissions_per_request=1)
+                config.aggregator(aggregator_submissions_per_request=1)
             print(
                 f"[speed] {label}, {count} runner(s) × {cpus:g} CPU: warm-up {iteration}, "
                 f"then {args.speed_submissions} submissions...",
@@ -1221,13 +1225,13 @@ def run_speed(args: argparse.Namespace) -> list[SpeedResult]:
                 num_env_runners=count,
                 cpus_per_runner=cpus,
                 num_envs_per_env_runner=int(config.num_envs_per_env_runner),
-                submissions_per_request=int(config.submissions_per_request),
+                submissions_per_request=int(config.aggregator_submissions_per_request),
                 submissions=int(result["submissions"]) - sub0,
                 env_steps=int(result["num_env_steps_sampled_lifetime"]) - steps0,
                 wall_s=wall,
                 agents_per_env_runner=int(config.agents_per_env_runner),
-                mechanism=str(config.mechanism),
-                epsilon=float(config.epsilon),
+                mechanism=str(config.privacy_mechanism),
+                epsilon=float(config.privacy_epsilon),
             )
             print(
                 f"[speed]   {speed.submissions_per_s:.1f} submissions/s, "

@@ -335,9 +335,13 @@ def build_config(base: Mapping[str, Any], arm: Arm, args: argparse.Namespace) ->
     if cpus is None:
         cpus = max(0.01, (args.num_cpus - 1) / args.num_env_runners)
     config.env_runners(num_env_runners=args.num_env_runners, num_cpus_per_env_runner=cpus)
-    config.training(submissions_per_iteration=args.submissions_per_iteration)
-    config.count_based_exploration(
-        count_exploration={"hash": "simhash", "num_bits": args.num_bits, "counter": arm.counter},
+    config.aggregator(aggregator_submissions_per_iteration=args.submissions_per_iteration)
+    config.count_exploration(
+        count_exploration_config={
+            "hash": "simhash",
+            "num_bits": args.num_bits,
+            "counter": arm.counter,
+        },
         count_exploration_scope=arm.scope,
     )
     config.debugging(seed=args.seed, log_level="ERROR")
@@ -420,7 +424,7 @@ def run_arm(arm: Arm, base: Mapping[str, Any], args: argparse.Namespace) -> ArmR
             arm=arm,
             samples=samples,
             wall_s=wall,
-            epsilon=float(config.epsilon),
+            epsilon=float(config.privacy_epsilon),
             runner_releases=sum(int(s["releases"]) for s in final),
             ledger_releases=algo._ledger.num_releases,
             submissions_received=algo._scores.submissions,

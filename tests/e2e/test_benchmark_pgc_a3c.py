@@ -173,27 +173,27 @@ def test_arms_defaults_and_config_construction(bench) -> None:
     assert arms["nonprivate_tuned"].mechanism == "none" and arms["nonprivate_tuned"].baseline
     assert arms["nonprivate_paper"].mechanism == "laplace"
     # Zero-signal arms: their base arm's config plus the flag.
-    tuned = {"mechanism": "laplace", "lr": 0.02, "agents_per_env_runner": 8}
+    tuned = {"privacy_mechanism": "laplace", "lr": 0.02, "agents_per_env_runner": 8}
     g = arms["privunitg_tuned"].build_config(tuned, paper_fleet=32)
     z = arms["zero_privunitg"].build_config(tuned, paper_fleet=32)
-    assert g["mechanism"] == "privunitg" and z == {**g, "zero_signal_control": True}
-    # A fleet without submissions_per_request gets one fleet round per request.
-    assert g["submissions_per_request"] == 8
+    assert g["privacy_mechanism"] == "privunitg" and z == {**g, "privacy_zero_signal_control": True}
+    # A fleet without aggregator_submissions_per_request gets one fleet round per request.
+    assert g["aggregator_submissions_per_request"] == 8
     kept = arms["privunitg_tuned"].build_config(
-        {**tuned, "submissions_per_request": 512}, paper_fleet=32
+        {**tuned, "aggregator_submissions_per_request": 512}, paper_fleet=32
     )
-    assert kept["submissions_per_request"] == 512
+    assert kept["aggregator_submissions_per_request"] == 512
     # Paper arms: the paper base with the fleet (--paper-fleet), 1 = exact protocol.
     paper = arms["zero_paper"].build_config({"env": "E"}, paper_fleet=32)
     assert paper == {
         "env": "E",
-        "mechanism": "laplace",
-        "zero_signal_control": True,
+        "privacy_mechanism": "laplace",
+        "privacy_zero_signal_control": True,
         "agents_per_env_runner": 32,
-        "submissions_per_request": 32,
+        "aggregator_submissions_per_request": 32,
     }
     exact = arms["laplace_paper"].build_config({"env": "E"}, paper_fleet=1)
-    assert exact["agents_per_env_runner"] == 1 and exact["submissions_per_request"] == 1
+    assert exact["agents_per_env_runner"] == 1 and exact["aggregator_submissions_per_request"] == 1
     over = bench.Arm("x", "prs", "paper", "paper", overrides=(("lr", 0.1),))
     assert over.build_config({}, paper_fleet=4)["lr"] == 0.1
 
@@ -231,19 +231,19 @@ def test_plan_rows_baselines_once_per_family_and_no_zero_at_inf(bench) -> None:
 
 def test_trial_config_and_variants(bench) -> None:
     config = bench.trial_config(
-        {"mechanism": "privunitg", "epsilon": 5.0, "num_env_runners": 2},
+        {"privacy_mechanism": "privunitg", "privacy_epsilon": 5.0, "num_env_runners": 2},
         epsilon=1.0,
         seed=7,
         submissions_per_iteration=500,
         eval_episodes=None,
     )
     assert config == {
-        "mechanism": "privunitg",
-        "epsilon": 1.0,
+        "privacy_mechanism": "privunitg",
+        "privacy_epsilon": 1.0,
         "seed": 7,
         "num_env_runners": 0,
         "num_cpus_for_main_process": 1,
-        "submissions_per_iteration": 500,
+        "aggregator_submissions_per_iteration": 500,
     }
     rows = [bench.Row("a", 1.0), bench.Row("b", INF)]
     out = bench.variants(
@@ -255,7 +255,7 @@ def test_trial_config_and_variants(bench) -> None:
         ("b", INF, 3),
         ("b", INF, 4),
     ]
-    assert out[0]["config"]["eval_episodes"] == 0
+    assert out[0]["config"]["scoring_eval_episodes"] == 0
     # The Tune config carries the variant; LDPA3C sees only its config.
     tune_config = {bench.VARIANT_KEY: out[1], "some_tune_key": 1}
     assert bench.strip_variant(tune_config) == {**out[1]["config"], "some_tune_key": 1}
@@ -512,7 +512,8 @@ def test_reference_runner_matches_the_fast_runners_gradient() -> None:
     config = (
         LDPA3CConfig()
         .env_runners(num_env_runners=0)
-        .training(mechanism="none", epsilon=INF, loss_reduction="mean")
+        .privacy(privacy_mechanism="none", privacy_epsilon=INF)
+        .agents(agents_loss_reduction="mean")
         .debugging(seed=1)
     )
     runner = RLlibSamplingLDPA3CEnvRunner(config=config)

@@ -56,7 +56,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
         "--stop",
         json.dumps({"training_iteration": 1}),
         "--config",
-        json.dumps({"submissions_per_iteration": 256, "eval_episodes": 10}),
+        json.dumps({"aggregator_submissions_per_iteration": 256, "scoring_eval_episodes": 10}),
         "--storage-path",
         str(tmp_path),
         "--ray-num-cpus",
@@ -89,11 +89,15 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
 @pytest.mark.parametrize(
     ("path", "overrides"),
     [
-        ("tuned_configs/ldp_a3c_prs.yaml", {"submissions_per_iteration": 20, "max_buffer": 5}),
+        (
+            "tuned_configs/ldp_a3c_prs.yaml",
+            {"aggregator_submissions_per_iteration": 20, "aggregator_max_buffer": 5},
+        ),
+        # Old key names on the command line still override the file's new ones.
         ("tuned_configs/ldp_a3c_laplace.yaml", {"submissions_per_iteration": 20}),
         (
             "tuned_configs/ldp_a3c_sweep.yaml",
-            {"epsilon": 5.0, "submissions_per_iteration": 20},
+            {"privacy_epsilon": 5.0, "aggregator_submissions_per_iteration": 20},
         ),
     ],
 )
@@ -125,11 +129,11 @@ def test_other_shipped_yamls_run_one_iteration(path: str, overrides: dict, tmp_p
             "config key 'epsilonn' is not known to LDPA3CConfig; did you mean 'epsilon'",
         ),
         (
-            {"mechanism": "gauss"},
-            "config key 'mechanism' must be one of ['laplace', 'prs', 'privunitg', "
+            {"privacy_mechanism": "gauss"},
+            "config key 'privacy_mechanism' must be one of ['laplace', 'prs', 'privunitg', "
             "'privunit2', 'none']",
         ),
-        ({"epsilon": 0}, "config key 'epsilon' must be > 0.0"),
+        ({"privacy_epsilon": 0}, "config key 'privacy_epsilon' must be > 0.0"),
     ],
 )
 def test_bad_key_or_value_is_named_before_ray_starts(

@@ -346,7 +346,9 @@ def test_legacy_config_keys_hook_makes_old_names_known(tmp_path):
     assert "learning_rate" not in allowed_config_keys(PPOConfig())
     base = PPO_EXPERIMENT.replace("run: PPO", "run: LegacyKeysPPOForTest")
     loaded = load_experiments(write(tmp_path, base + "        learning_rate: 0.001\n"))
-    assert loaded.experiments[0].param_space["learning_rate"] == 0.001
+    # A mapping of old to new names: the loader translates, with a notice naming both.
+    assert loaded.experiments[0].param_space["lr"] == 0.001
+    assert any("'learning_rate'" in n and "'lr'" in n for n in loaded.notices)
     with pytest.raises(ExperimentFileError, match="did you mean 'learning_rate'"):
         load_experiments(write(tmp_path, base + "        learning_rat: 0.001\n"))
 

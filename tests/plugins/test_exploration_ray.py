@@ -27,7 +27,7 @@ EXPLORATION_YAMLS = {
     "simhash_ppo_frozenlake.yaml": _SMALL_PPO,
     "simhash_ppo_mountaincar_sweep.yaml": {
         **_SMALL_PPO,
-        "count_exploration": {"num_bits": 32, "beta": 0.1},  # one grid point
+        "count_exploration_config": {"num_bits": 32, "beta": 0.1},  # one grid point
     },
     "simhash_dqn_mountaincar.yaml": {
         "train_batch_size_per_learner": 16,
@@ -37,7 +37,7 @@ EXPLORATION_YAMLS = {
     },
     "ae_ppo_atari_ram.yaml": {
         **_SMALL_PPO,
-        "count_exploration": {"ae_train_steps": 2, "ae_code_bits": 32, "ae_batch_size": 16},
+        "count_exploration_config": {"ae_train_steps": 2, "ae_code_bits": 32, "ae_batch_size": 16},
     },
     "bass_ppo_atari.yaml": _SMALL_PPO,
     "smarthash_ppo_montezuma.yaml": _SMALL_PPO,
@@ -141,8 +141,11 @@ def test_config_rejects_bad_keys_and_several_learners() -> None:
     from rllib_privacy.algorithms.count_exploration import ExplorationPPOConfig
 
     with pytest.raises(PrivacyConfigError, match=r"'num_bit'.*did you mean 'num_bits'"):
-        ExplorationPPOConfig().update_from_dict({"count_exploration": {"num_bit": 3}})
-    with pytest.raises(PrivacyConfigError, match=r"'count_exploratoin'.*'count_exploration'"):
+        ExplorationPPOConfig().update_from_dict({"count_exploration_config": {"num_bit": 3}})
+    # A typo of the old name: the suggestion is the new one.
+    with pytest.raises(
+        PrivacyConfigError, match=r"'count_exploratoin'.*'count_exploration_config'"
+    ):
         ExplorationPPOConfig().update_from_dict({"count_exploratoin": {}})
     with pytest.raises(PrivacyConfigError, match="num_learners must be 0 or 1"):
         ExplorationPPOConfig.validate_config_dict({"num_learners": 2})
@@ -168,7 +171,7 @@ def test_bad_nested_key_is_named_before_ray_starts(tmp_path: Path) -> None:
 
     spec = yaml.safe_load((REPO / "tuned_configs/simhash_ppo_mountaincar.yaml").read_text())
     name = next(iter(spec))
-    spec[name]["config"]["count_exploration"]["betta"] = 0.1
+    spec[name]["config"]["count_exploration_config"]["betta"] = 0.1
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(spec))
     started = ray.is_initialized()
@@ -176,7 +179,7 @@ def test_bad_nested_key_is_named_before_ray_starts(tmp_path: Path) -> None:
         load_experiments(bad)  # what `rllib train -f` runs before it starts Ray
     message = str(error.value)
     assert str(bad) in message and name in message
-    assert "count_exploration key 'betta'" in message and "did you mean 'beta'" in message
+    assert "count_exploration_config key 'betta'" in message and "did you mean 'beta'" in message
     assert ray.is_initialized() == started
 
 
