@@ -65,7 +65,7 @@ class CountBasedBonus(ConnectorV2):
     Args:
         input_observation_space: The (raw) observation space of the episodes.
         input_action_space: The action space.
-        spec: The ``count_exploration`` settings (dict or ExplorationSpec).
+        spec: The ``count_exploration_config`` settings (dict or ExplorationSpec).
 
     """
 

@@ -4,7 +4,7 @@ Hashers map states to codes (:class:`SimHash`, :class:`AutoencoderHash`, :class:
 features + SimHash, :class:`KeyFunctionHash`), counters count codes
 (:class:`ExactCounter`, :class:`CountMinSketch`), :func:`count_bonus` turns counts into
 r⁺ = β·f(n), and :class:`CountBasedExploration` chains the three as configured by an
-:class:`ExplorationSpec` (the ``count_exploration`` config dict). The RLlib plug-ins are
+:class:`ExplorationSpec` (the ``count_exploration_config`` config dict). The RLlib plug-ins are
 in ``rllib_privacy.connectors.count_bonus`` and ``rllib_privacy.algorithms.count_exploration``.
 """
 

@@ -1,6 +1,6 @@
 """Count-based exploration settings and the object that applies them.
 
-:class:`ExplorationSpec` is the ``count_exploration`` config dict;
+:class:`ExplorationSpec` is the ``count_exploration_config`` config dict;
 :class:`CountBasedExploration` hashes a batch of states, counts it, returns the bonuses.
 """
 
@@ -70,7 +70,7 @@ class ObservationInfo:
 
 @dataclasses.dataclass(frozen=True)
 class ExplorationSpec:
-    """The ``count_exploration`` settings (keys table: docs/components/count-exploration.md).
+    """The ``count_exploration_config`` settings (keys table: docs/components/count-exploration.md).
 
     Attributes mirror the dict keys; see :meth:`from_dict`.
     """
@@ -105,12 +105,12 @@ class ExplorationSpec:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any] | None, *, prefix: str = "count_exploration"):
+    def from_dict(cls, spec: Mapping[str, Any] | None, *, prefix: str = "count_exploration_config"):
         """Builds and validates a spec; unknown keys and bad values raise PrivacyConfigError.
 
         Args:
             spec: The dict from the YAML (None or {} = all defaults).
-            prefix: Name of the dict in messages (``count_exploration.beta must ...``).
+            prefix: Name of the dict in messages (``count_exploration_config.beta must ...``).
 
         """
         if spec is None:
@@ -141,7 +141,7 @@ class ExplorationSpec:
         out.validate(prefix)
         return out
 
-    def validate(self, prefix: str = "count_exploration") -> None:
+    def validate(self, prefix: str = "count_exploration_config") -> None:
         """Raises PrivacyConfigError naming the first bad key."""
         _choice(prefix, "hash", self.hash, HASH_KINDS)
         _choice(prefix, "bonus", self.bonus, BONUS_KINDS)
@@ -319,13 +319,13 @@ def _make_hasher(
     if kind == "one_hot":
         if not obs.discrete_n:
             raise PrivacyConfigError(
-                "count_exploration.preprocessor one_hot needs a Discrete observation space"
+                "count_exploration_config.preprocessor one_hot needs a Discrete observation space"
             )
         preprocessor = OneHot(obs.discrete_n)
     elif kind == "box":
         if not obs.is_bounded_box:
             raise PrivacyConfigError(
-                "count_exploration.preprocessor box needs a Box "
+                "count_exploration_config.preprocessor box needs a Box "
                 "observation space with finite bounds"
             )
         preprocessor = BoxNormalizer(obs.low, obs.high)  # type: ignore[arg-type]

@@ -350,13 +350,13 @@ def test_autoencoder_loss_has_the_lambda_term_and_state_round_trips() -> None:
 def test_spec_rejects_unknown_keys_and_bad_values_naming_the_key() -> None:
     with pytest.raises(PrivacyConfigError, match=r"'num_bit'.*did you mean 'num_bits'"):
         ExplorationSpec.from_dict({"num_bit": 32})
-    with pytest.raises(PrivacyConfigError, match=r"count_exploration\.beta"):
+    with pytest.raises(PrivacyConfigError, match=r"count_exploration_config\.beta"):
         ExplorationSpec.from_dict({"beta": -1})
-    with pytest.raises(PrivacyConfigError, match=r"count_exploration\.counter"):
+    with pytest.raises(PrivacyConfigError, match=r"count_exploration_config\.counter"):
         ExplorationSpec.from_dict({"counter": "bloom"})
-    with pytest.raises(PrivacyConfigError, match=r"count_exploration\.key_function"):
+    with pytest.raises(PrivacyConfigError, match=r"count_exploration_config\.key_function"):
         ExplorationSpec.from_dict({"hash": "key_function"})
-    with pytest.raises(PrivacyConfigError, match=r"count_exploration\.primes"):
+    with pytest.raises(PrivacyConfigError, match=r"count_exploration_config\.primes"):
         ExplorationSpec.from_dict({"primes": [7, 7]})
     assert ExplorationSpec.from_dict(None) == ExplorationSpec()
 

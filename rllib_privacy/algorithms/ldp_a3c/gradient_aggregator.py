@@ -8,7 +8,7 @@ import numpy as np
 
 
 class GradientBuffer:
-    """Buffers noisy gradients until ``max_buffer`` are in, then yields their mean.
+    """Buffers noisy gradients until ``aggregator_max_buffer`` are in, then yields their mean.
 
     The aggregator only post-processes privatized gradients, so nothing here
     consumes privacy budget (post-processing invariance).

@@ -907,7 +907,7 @@ class LDPA3C(Algorithm):
 
     @override(Algorithm)
     def training_step(self) -> None:
-        """Collects ``submissions_per_iteration`` submissions, updating θ as B fills."""
+        """Collects ``aggregator_submissions_per_iteration`` submissions, updating θ as B fills."""
         start, start_submissions = time.perf_counter(), self._scores.submissions
         target = start_submissions + self.config.aggregator_submissions_per_iteration
         group = self.env_runner_group

@@ -20,7 +20,7 @@ not for training runs. Differences to ``LDPA3CEnvRunner``:
 
 * Actions are always sampled from π (the module's exploration path through RLlib's
   connectors): ``agents_action_selection`` and the α random-action schedule
-  (``exploration_alpha``) are ignored. That is fine for a speed baseline; the
+  (``agents_exploration_alpha``) are ignored. That is fine for a speed baseline; the
   learning curves differ.
 * One episode per ``sample()`` call on the first finished sub-environment; with
   ``num_envs_per_env_runner > 1`` the other sub-environments' partial episodes are
