@@ -315,6 +315,37 @@ def test_old_keys_in_a_yaml_file_load_as_the_new_ones_with_one_notice_each(
     assert config.privacy_epsilon == 4.0 and config.aggregator_max_buffer == 7
 
 
+#: What each algorithm's experiment needs besides the key under test (valid together).
+YAML_BASES: dict[type, tuple[str, dict[str, Any]]] = {
+    LDPA3CConfig: ("LDPA3C", {"privacy_mechanism": "prs", "agents_per_env_runner": 2}),
+    PATEPPOConfig: ("PATEPPO", {"pate_teacher_checkpoints": "/tmp/t"}),
+    ExplorationPPOConfig: ("ExplorationPPO", {}),
+    ExplorationDQNConfig: ("ExplorationDQN", {}),
+}
+
+
+@pytest.mark.parametrize(("cls", "old", "new"), LEGACY_CASES, ids=_ids)
+def test_every_old_key_in_a_yaml_file_loads_as_its_new_key_with_one_notice(
+    tmp_path: Path, cls: type, old: str, new: str
+) -> None:
+    from rllib_privacy.experiments import load_experiments
+
+    run, base = YAML_BASES[cls]
+    base = {k: v for k, v in base.items() if k != new}
+    if new == "count_exploration_config":  # The fleet has no count bonus.
+        base.pop("agents_per_env_runner", None)
+    env = None if run == "LDPA3C" else "CartPole-v1"
+    value = NEW_VALUES[new]
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        old_file = load_experiments(_write(tmp_path, run, {**base, old: value}, env=env))
+    new_file = load_experiments(_write(tmp_path, run, {**base, new: value}, env=env))
+    assert old_file.experiments[0].param_space == new_file.experiments[0].param_space
+    assert not _deprecations(records) and not new_file.notices
+    (notice,) = old_file.notices
+    assert f"'{old}'" in notice and f"'{new}'" in notice, notice
+
+
 def test_old_key_in_a_command_line_override_overrides_the_files_new_key(tmp_path: Path) -> None:
     from rllib_privacy.experiments import Overrides, load_experiments
 
