@@ -448,3 +448,17 @@ def test_laplace_default_clip_is_unchanged() -> None:
     assert config.effective_clip == 0.01 and config.effective_max_buffer == 1
     assert config.get_gradient_mechanism().epsilon == 1.0
     assert math.isclose(config.privacy_shuffle_delta, 1e-6)
+
+
+def test_exploration_learner_builds_its_bonus_from_the_renamed_key() -> None:
+    # The learner read ``config.count_exploration``, which is now the builder method.
+    import gymnasium as gym
+
+    config = (
+        ExplorationPPOConfig()
+        .environment("CartPole-v1")
+        .count_exploration(count_exploration_config={"num_bits": 8, "beta": 0.5})
+    )
+    learner = config.build_learner(env=gym.make("CartPole-v1"))
+    assert learner.count_bonus is not None
+    assert learner.count_bonus.exploration.spec.num_bits == 8

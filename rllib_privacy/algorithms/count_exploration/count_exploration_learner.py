@@ -18,7 +18,7 @@ class CountExplorationLearnerMixin:
     """Prepends a :class:`CountBasedBonus` piece to the learner connector pipeline.
 
     The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
-    ``config.count_exploration`` with the module's observation space. There is one
+    ``config.count_exploration_config`` with the module's observation space. There is one
     Learner (``num_learners`` ≤ 1, checked by the config), so its table is the one global
     table. RLlib does not checkpoint learner-connector state (DESIGN §5): this mixin adds
     the table to ``Learner.get_state``/``set_state`` so that it is saved and restored
@@ -31,7 +31,7 @@ class CountExplorationLearnerMixin:
     def build(self) -> None:
         """Builds the learner, then inserts the bonus piece at the front of the pipeline."""
         super().build()  # type: ignore[misc]
-        spec = getattr(self.config, "count_exploration", None)  # type: ignore[attr-defined]
+        spec = getattr(self.config, "count_exploration_config", None)  # type: ignore[attr-defined]
         if spec is None or self._learner_connector is None:  # type: ignore[attr-defined]
             return
         module = self.module[DEFAULT_MODULE_ID]  # type: ignore[attr-defined]
