@@ -56,11 +56,11 @@ def group_of(key: str, groups: Collection[str]) -> str | None:
 
 
 def suggest(word: str, candidates: Collection[str], renamed: Mapping[str, str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest candidate or old name (as its new name)."""
+    """``; did you mean 'x'?`` for the closest candidate or old name (as its new name)."""
     pool = {str(c): str(c) for c in candidates}
     pool.update({old: new for old, new in renamed.items()})
     close = difflib.get_close_matches(word, list(pool), n=1)
-    return f" (did you mean {pool[close[0]]!r}?)" if close else ""
+    return f"; did you mean {pool[close[0]]!r}?" if close else ""
 
 
 class GroupedConfigMixin:
