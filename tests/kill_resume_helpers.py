@@ -94,8 +94,8 @@ def kill_when(
     log = storage.parent / f"{storage.name}-killed-run.log"
     storage.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as output:
-        # A new session: the driver and every process Ray starts for it share one process
-        # group, which is all this kills.
+        # A new session: the driver and every process Ray starts for it share one session,
+        # which is all this kills.
         process = subprocess.Popen(
             [sys.executable, "-m", "rllib_privacy.cli", *_train_args(experiment, storage)],
             cwd=REPO,
@@ -117,6 +117,36 @@ def kill_when(
         except ProcessLookupError:
             pass
         process.wait(timeout=30)
+        kill_session(process.pid)
+
+
+def kill_session(session: int) -> None:
+    """SIGKILL what is left of the session ``session`` started, and wait until it is gone.
+
+    Ray's workers (the trial actor among them) get process groups of their own, so killing
+    the driver's group leaves them running until they notice their raylet died; until
+    then the trial actor may still append to the journal (and a test reading it "at the
+    kill" would miss those releases).
+    """
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        table = subprocess.run(
+            ["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True, check=True
+        ).stdout
+        alive = [
+            int(pid)
+            for pid, sid, stat in (line.split()[:3] for line in table.splitlines())
+            if int(sid) == session and not stat.startswith("Z")
+        ]
+        if not alive:
+            return
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    raise AssertionError(f"processes of session {session} still alive after 60 s")
 
 
 @dataclasses.dataclass(frozen=True)

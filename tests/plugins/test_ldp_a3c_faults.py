@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kill_resume_helpers import checkpoints, journal_records, read_rows
+from kill_resume_helpers import checkpoints, journal_records, kill_session, read_rows
 
 from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
 from rllib_privacy.accounting.journal import JournalNotFoundError
@@ -178,34 +178,6 @@ def _tiny_yaml(path: pathlib.Path) -> None:
     )
 
 
-def _kill_session(session: int) -> None:
-    """SIGKILLs what is left of the session the test started, and waits until it is gone.
-
-    Ray's workers (the trial actor among them) get process groups of their own, so killing
-    the driver's group leaves them running until they notice their raylet died; until
-    then the trial actor may still append to the journal.
-    """
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        table = subprocess.run(
-            ["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True, check=True
-        ).stdout
-        alive = [
-            int(pid)
-            for pid, sid, stat in (line.split()[:3] for line in table.splitlines())
-            if int(sid) == session and not stat.startswith("Z")
-        ]
-        if not alive:
-            return
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.2)
-    pytest.fail(f"processes of session {session} still alive after 60 s")
-
-
 @pytest.mark.ray
 def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     tmp_path: pathlib.Path,
@@ -254,7 +226,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=60)
-        _kill_session(first.pid)
+        kill_session(first.pid)
     trial_dirs = [p for p in storage.glob("*/*") if p.is_dir()]
     assert len(trial_dirs) == 1
     journal_path = journal_file(default_journal_dir(trial_dirs[0]), JOURNAL_COMPONENT)
