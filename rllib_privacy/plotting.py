@@ -5,9 +5,10 @@ one folder per trial with ``params.json`` (the trial's resolved config, nested a
 experiment file), ``result.json`` (one JSON result per line, nested dicts) and
 ``progress.csv`` (the same results flattened with ``/``). Trials are grouped by one config
 key, or (by default) by their whole config apart from the seed; within a group the trials
-(seeds) are aggregated point-wise into a median and a percentile band, the way Gohari et al. (kickstarting with the Dirichlet mechanism) report
-"the median and the 85th percentile over 30 seeds". We read that as a central band from the
-15th to the 85th percentile (``band=85``; ``band=p`` gives ``[100 - p, p]``).
+(seeds) are aggregated point-wise into a median and a percentile band, the way Gohari et
+al. (kickstarting with the Dirichlet mechanism) report "the median and the 85th percentile
+over 30 seeds". We read that as a central band from the 15th to the 85th percentile
+(``band=85``; ``band=p`` gives ``[100 - p, p]``).
 
 Curves of different trials are put on a common x grid by linear interpolation within each
 trial's own x range; nothing is extrapolated, so the aggregate at an x uses only the trials
