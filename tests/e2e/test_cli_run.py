@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_helpers import run_rllib, scalar_tags
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "tuned_configs").glob("*.yaml"))
@@ -17,24 +16,8 @@ CONFIGS = sorted((REPO / "tuned_configs").glob("*.yaml"))
 NEEDS_TEACHER = {p for p in CONFIGS if "teacher_checkpoint:" in p.read_text()}
 
 
-def _rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rllib_privacy.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _scalar_tags(storage: Path) -> set[str]:
-    from tensorboard.backend.event_processing import event_accumulator
-
-    events = list(storage.rglob("events.out.tfevents*"))
-    assert events, f"no TensorBoard event file under {storage}"
-    accumulator = event_accumulator.EventAccumulator(str(events[0]))
-    accumulator.Reload()
-    return set(accumulator.Tags()["scalars"])
+_rllib = run_rllib
+_scalar_tags = scalar_tags
 
 
 @pytest.mark.parametrize("path", sorted(set(CONFIGS) - NEEDS_TEACHER), ids=lambda p: p.name)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_cli_run import _rllib, _scalar_tags
+from cli_helpers import run_rllib as _rllib
+from cli_helpers import scalar_tags as _scalar_tags
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import ray
+from cli_helpers import run_rllib as _rllib
+from cli_helpers import scalar_tags as _scalar_tags
 from ray.rllib.utils.metrics import LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
-from test_cli_run import _rllib, _scalar_tags
 from test_pate_ppo_units import save_teacher
 
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig

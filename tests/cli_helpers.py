@@ -1,0 +1,35 @@
+"""Helpers shared by the tests that run the ``rllib`` command in a subprocess.
+
+It lives at the top of ``tests/`` (on ``sys.path`` through ``conftest.py``'s folder) so that
+tests in any layer folder import it without depending on collection order.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    """Runs ``python -m rllib_privacy.cli ARGS`` from the repository root, capturing output."""
+    return subprocess.run(
+        [sys.executable, "-m", "rllib_privacy.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def scalar_tags(storage: Path) -> set[str]:
+    """The scalar tags of the first TensorBoard event file under ``storage``."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    events = list(storage.rglob("events.out.tfevents*"))
+    assert events, f"no TensorBoard event file under {storage}"
+    accumulator = event_accumulator.EventAccumulator(str(events[0]))
+    accumulator.Reload()
+    return set(accumulator.Tags()["scalars"])
