@@ -103,8 +103,8 @@ def dirichlet_epsilon(
     does not depend on L·b and is >= 0. It does not vanish as k → 0: the ln k terms cancel and
     it tends to (m−1)·ln(1/(mη)) + ln(1/(m(1−(m−1)η))) (1.456 for m = 6, η = 0.1), so every
     release costs at least that much ε however small k is, and a finite budget always runs
-    out (contrary to the paper's "k = 0 is (0, 0)-DP" remark; DESIGN §4.1 says the terms grow,
-    they in fact level off).
+    out (contrary to the paper's "k = 0 is (0, 0)-DP" remark; the terms do not
+    grow as k → 0, they level off).
 
     Args:
         k: Concentration k, a finite number > 0.

@@ -2,7 +2,7 @@
 
 A ledger that lives only in checkpoints forgets every release made after the last
 checkpoint when the driver is killed, so a resumed run could spend the budget twice
-(DESIGN §3: a reset is a silent privacy leak). A component therefore appends each
+(docs/privacy-journal.md: a reset is a silent privacy leak). A component therefore appends each
 release's ledger event(s) to a :class:`PrivacyJournal` and only then hands the release
 out; the journal is the source of truth when a run (re)starts. A crash can then only
 over-count (a journaled release that never left), never under-count.

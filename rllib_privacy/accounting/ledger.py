@@ -2,7 +2,7 @@
 
 Modelled on Opacus's ``IAccountant`` and Google dp-accounting's ledgers: a ledger records
 *events* (what was released, through which mechanism, at which ε/δ) and recomputes the spent
-(ε, δ) from them on every query; a spent ε is never stored on its own (DESIGN §3).
+(ε, δ) from them on every query; a spent ε is never stored on its own (docs/privacy-journal.md).
 
 Every ledger
 

@@ -2,7 +2,7 @@
 
 Reference: Papernot et al., "Semi-supervised Knowledge Transfer for Deep Learning from
 Private Training Data", ICLR 2017, §3 (Theorems 2-3, Lemma 4). Corrected formulas in
-DESIGN.md §4.5. No Ray import.
+docs/components/pate.md. No Ray import.
 
 For one query answered by :func:`rllib_privacy.mechanisms.noisy_max` with inverse noise
 scale γ (a ``(2γ, 0)``-DP mechanism), the log-moment of order ``l`` is bounded by

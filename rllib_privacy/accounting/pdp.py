@@ -2,7 +2,7 @@
 
 Reference: S. Ryu, H. Joo, J. Jang and H. J. Yang, "Instance-Wise Laplace Mechanism via Deep
 Reinforcement Learning" (AAAI 2024 student abstract), eq. (1) and Definition 1; per-instance
-DP after Wang (2019). See DESIGN.md §4.6.
+DP after Wang (2019). See docs/components/instance-laplace.md.
 
 Reading of pDP used here (the abstract leaves it under-specified)
 -----------------------------------------------------------------

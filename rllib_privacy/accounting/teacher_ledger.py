@@ -1,6 +1,6 @@
 """The kickstarting teacher's privacy ledger: releases at (k, ε, δ), composed, within a budget.
 
-DESIGN §3: the teacher owns its budget and every answered state is one release of the
+docs/privacy-journal.md: the teacher owns its budget and every answered state is one release of the
 Dirichlet mechanism at the current concentration k, with the (ε, δ) of Theorem 1
 (:func:`rllib_privacy.accounting.dirichlet_privacy`). The ledger records events
 ``(k, epsilon, delta, count)`` (``count`` states answered at that (ε, δ); consecutive events

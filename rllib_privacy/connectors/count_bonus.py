@@ -169,7 +169,11 @@ class CountBasedBonus(ConnectorV2):
 
     @override(ConnectorV2)
     def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
-        """The count table and hasher (non-empty, see DESIGN §5 on state merging)."""
+        """The count table and hasher.
+
+        Never empty: RLlib merges the connector states of several EnvRunners by position,
+        and an empty state can make it drop a later piece's state.
+        """
         return {"count_exploration": self.exploration.state_dict()}
 
     @override(ConnectorV2)

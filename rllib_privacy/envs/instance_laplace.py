@@ -1,7 +1,7 @@
 """``InstanceWiseLaplace``: choose a Laplace scale for every data instance (Ryu et al.).
 
 The MDP of "Instance-Wise Laplace Mechanism via Deep Reinforcement Learning" (Ryu, Joo,
-Jang and Yang, AAAI 2024 student abstract; DESIGN.md §4.6):
+Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
 
 - **Episode**: every instance of a 1-D dataset gets a noise scale exactly once. The visiting
   order is a fresh permutation per episode drawn from the env's seeded generator

@@ -1,6 +1,6 @@
 """A Learner mixin that privatizes gradients with an LDP mechanism.
 
-This is the "policy wrapper for LDP gradient noise" of the design (DESIGN §1): mix
+This is the "policy wrapper for LDP gradient noise": mix
 it in front of any TorchLearner and every gradient the learner computes is clipped
 and noised by the configured mechanism in ``postprocess_gradients_for_module``,
 i.e. after RLlib's own postprocessing (``grad_clip``) and before the optimizer

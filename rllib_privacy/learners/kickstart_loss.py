@@ -1,7 +1,7 @@
 """Learner mixin adding the (privacy-aware) kickstart term to any TorchLearner's loss.
 
-Gohari et al. (eq. 15-17; DESIGN §4.2): with the teacher's privatized policy π^t(s)
-drawn from Dir_k and the student's π_θ(s),
+Gohari et al. (eq. 15-17; docs/components/kickstarting.md): with the teacher's privatized policy
+π^t(s) drawn from Dir_k and the student's π_θ(s),
 
     α_λ = λ·sqrt(ln(1/β) / (2(k + 1)))          (Lemma 1 radius, shrunk by λ)
     φ_λ(s) = ‖π_θ(s) − π^t(s)‖₂ · 1{‖π_θ(s) − π^t(s)‖₂ > α_λ}

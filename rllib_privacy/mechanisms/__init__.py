@@ -2,7 +2,7 @@
 
 Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
 Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3); the optimal
-unbiased ε-LDP mechanisms for L2-bounded vectors (:mod:`.privunit`, DESIGN.md §4.3b):
+unbiased ε-LDP mechanisms for L2-bounded vectors (:mod:`.privunit`, docs/components/ldp-a3c.md):
 PrivUnitG (Asi, Feldman & Talwar, ICML 2022) and PrivUnit2 (Bhowmick et al. 2018), with
 vectorized row variants, their MSE-optimal γ, debiasing scale m and closed-form MSE; plus
 :class:`GradientMechanism`, a validated spec that applies any of them (or none), to one

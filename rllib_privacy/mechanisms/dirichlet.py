@@ -2,7 +2,8 @@
 
 Reference: P. Gohari, B. Chen, B. Wu, M. Hale, U. Topcu, "Privacy-Preserving Kickstarting Deep
 Reinforcement Learning with Privacy-Aware Learners", §3 (eq. 5, Theorem 1) and §4 (Lemma 1,
-eq. 15). See DESIGN.md §4.1-4.2. The privacy parameters (ε, δ) of a release are computed in
+eq. 15). See docs/components/kickstarting.md. The privacy parameters (ε, δ) of a release are
+computed in
 :mod:`rllib_privacy.accounting.dirichlet`.
 
 A teacher's policy π(s) ∈ Δ_m is first restricted to Δ_{m,η} = {x : Σx = 1, x_i ≥ η} by mixing
@@ -149,7 +150,8 @@ def restrict_policy(policy: PolicyT, *, eta: float) -> PolicyT:
     """Restrict a policy to Δ_{m,η} by mixing with uniform: π̃ = (1 − mη)·π + η.
 
     Every entry of π̃ is at least η and rows still sum to 1. Mixing is (1 − mη)-Lipschitz in π,
-    so it multiplies the teacher network's Lipschitz constant by (1 − mη) (DESIGN §4.1).
+    so it multiplies the teacher network's Lipschitz constant by (1 − mη)
+    (docs/components/kickstarting.md).
 
     Entries in [-1e-6, 0) are treated as round-off and clipped to 0, and rows are renormalized
     before mixing (row sums must already be within 1e-4 of 1).

@@ -2,7 +2,7 @@
 
 :class:`GradientMechanism` is what configs and plug-ins hold: it names the mechanism
 (``"laplace"`` = Ono & Takahashi Alg. 2, ``"prs"`` = Alg. 3, ``"privunitg"`` / ``"privunit2"``
-= the optimal L2-ball mechanisms of DESIGN.md §4.3b, ``"none"`` = no privacy) with its
+= the optimal L2-ball mechanisms of docs/components/ldp-a3c.md, ``"none"`` = no privacy) with its
 parameters, checks them once, and applies them with :meth:`GradientMechanism.privatize` (one
 gradient) or :meth:`GradientMechanism.privatize_rows` (one release per row, vectorized).
 """
@@ -61,7 +61,7 @@ class GradientMechanism:
             ``clip/epsilon`` after L1 clipping to ``clip/2``), ``"prs"`` (Alg. 3, projected
             random sign with projected coordinates clipped to ``[-clip, clip]``),
             ``"privunitg"`` / ``"privunit2"`` (PrivUnitG / PrivUnit2 after L2 clipping to
-            ``clip``, with the MSE-optimal γ: unbiased, pure ε-LDP, DESIGN.md §4.3b) or
+            ``clip``, with the MSE-optimal γ: unbiased, pure ε-LDP, docs/components/ldp-a3c.md) or
             ``"none"`` (no privacy: the gradient is passed on unchanged).
         epsilon: ε of one release, a finite number > 0 for every mechanism but ``"none"``,
             for which it must be ``math.inf``.

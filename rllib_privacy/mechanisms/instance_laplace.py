@@ -1,7 +1,8 @@
 """Instance-wise Laplace mechanism and its utility on shared bins (Ryu et al., Def. 1).
 
 Reference: S. Ryu, H. Joo, J. Jang and H. J. Yang, "Instance-Wise Laplace Mechanism via Deep
-Reinforcement Learning" (AAAI 2024 student abstract), eq. (4). See DESIGN.md §4.6 and
+Reinforcement Learning" (AAAI 2024 student abstract), eq. (4). See
+docs/components/instance-laplace.md and
 :mod:`rllib_privacy.accounting.pdp` for the per-instance privacy loss.
 
 Utility (the paper's KL divergence) is measured on shared bins: ``num_bins`` equal bins over

@@ -1,7 +1,7 @@
 """Laplace mechanism for gradient submissions (Ono & Takahashi, Alg. 2).
 
 Reference: H. Ono and T. Takahashi, "Locally Private Distributed Reinforcement Learning",
-§3.1.2, eq. (19)-(21) and Algorithm 2. See DESIGN.md §4.3.
+§3.1.2, eq. (19)-(21) and Algorithm 2. See docs/components/ldp-a3c.md
 """
 
 from __future__ import annotations

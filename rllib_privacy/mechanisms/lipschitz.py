@@ -7,7 +7,7 @@ give policies at L2 distance at most L·b. For a chain f = f_n ∘ … ∘ f_1, 
 is a valid but often loose bound; tighter estimates (e.g. LipSDP, Fazlyab et al. 2019) need
 an SDP solver and are not provided.
 
-Two facts the caller combines with the result (DESIGN §4.1):
+Two facts the caller combines with the result (docs/components/kickstarting.md):
 
 * softmax is 1-Lipschitz in L2 (its Jacobian diag(p) − ppᵀ has spectral norm <= 1/2), so the
   bound for the logits network is also a bound for the policy softmax(logits);

@@ -4,7 +4,7 @@ References:
     N. Papernot, M. Abadi, Ú. Erlingsson, I. Goodfellow, K. Talwar, "Semi-supervised
     Knowledge Transfer for Deep Learning from Private Training Data", ICLR 2017, §2 eq. (1)
     (LNMax). N. Papernot, S. Song, I. Mironov, A. Raghunathan, K. Talwar, Ú. Erlingsson,
-    "Scalable Private Learning with PATE", ICLR 2018, §4.1 (GNMax). See DESIGN.md §4.5.
+    "Scalable Private Learning with PATE", ICLR 2018, §4.1 (GNMax). See docs/components/pate.md.
 
 Adjacency: two teacher-training datasets differ in one record, so one teacher may change
 its vote: the vote histogram ``n(x)`` changes by at most 1 in at most two classes.

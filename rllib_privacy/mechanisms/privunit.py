@@ -1,4 +1,6 @@
-"""Optimal ε-LDP mechanisms for bounded vectors: PrivUnitG and PrivUnit2 (DESIGN.md §4.3b).
+"""Optimal ε-LDP mechanisms for bounded vectors: PrivUnitG and PrivUnit2.
+
+User guide: docs/components/ldp-a3c.md.
 
 References:
     H. Asi, V. Feldman, K. Talwar, "Optimal Algorithms for Mean Estimation under Local
@@ -23,7 +25,7 @@ whatever their norms (the "sensitivity" is the whole L2 ball of radius C).
 Calibration: ``p = e^ε·q / (1 + (e^ε - 1)·q)`` exactly, computed as
 ``q / (q + e^{-ε}·(1 - q))`` (no overflow for large ε). Some public implementations use a
 looser bound for the cap; at d = 112 that turns a nominal ε = 4 into about 3.57 with 41%
-more error (DESIGN.md §4.3b); nothing of the kind is done here.
+more error (docs/components/ldp-a3c.md); nothing of the kind is done here.
 
 Error (closed form, for a unit input; multiply by ``C²`` for ``‖g‖ = C``):
 :func:`privunitg_mse` and :func:`privunit2_mse`; at d = 112 the optimal γ give
@@ -302,8 +304,8 @@ def privunitg_mse(epsilon: float, dim: int, gamma: float | None = None) -> float
     """Return PrivUnitG's MSE/C² for ``‖g‖ = C``: ``E‖Z - u‖²`` for a unit input u.
 
     ``E‖Z - u‖² = (E[α²] + d - 1)/m² - 1`` with ``E[α²] = p·(1 + γφ(γ)/q) +
-    (1 - p)·(1 - γφ(γ)/(1 - q))`` (DESIGN.md §4.3b). Multiply by ``C²`` for the error of a
-    release of a gradient with ``‖g‖ = C``; for ``‖g‖ < C`` it is ``C²·(mse + 1) - ‖g‖²``.
+    (1 - p)·(1 - γφ(γ)/(1 - q))`` (docs/components/ldp-a3c.md). Multiply by ``C²`` for the error of
+    a release of a gradient with ``‖g‖ = C``; for ``‖g‖ < C`` it is ``C²·(mse + 1) - ‖g‖²``.
 
     Args:
         epsilon: ε of one release, a finite number > 0.

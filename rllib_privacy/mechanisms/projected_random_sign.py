@@ -1,7 +1,7 @@
 """Projected Random Sign (PRS) mechanism for gradients (Ono & Takahashi, Alg. 3).
 
 Reference: H. Ono and T. Takahashi, "Locally Private Distributed Reinforcement Learning",
-§3.1.3, eq. (5), (23), (24) and Algorithm 3, with the corrections of DESIGN.md §4.3 (the
+§3.1.3, eq. (5), (23), (24) and Algorithm 3, with the corrections of docs/components/ldp-a3c.md (the
 paper's ``ε/k`` in eq. 24 is a typo for ``ε/d̂``).
 
 The pieces are exposed so that each can be checked on its own:

@@ -1,4 +1,6 @@
-"""The kickstarting teacher as its own trust domain (DESIGN §3, §4.1).
+"""The kickstarting teacher as its own trust domain.
+
+User guide: docs/components/kickstarting.md#what-it-protects.
 
 The teacher holds its network and answers batches of observations with privatized
 policies x ~ Dir(k·π̃(s)) (Gohari et al., "Privacy-Preserving Kickstarting Deep

@@ -4,8 +4,8 @@ The kickstarting teacher (:class:`~rllib_privacy.teachers.DirichletTeacher`), th
 (:class:`~rllib_privacy.pate.labeler.PATELabeler`) and PGC-A3C's aggregator (``LDPA3C``) each
 append the ledger event(s) of a release to their
 :class:`~rllib_privacy.accounting.journal.ReplayJournal` BEFORE the release leaves, so a driver
-killed between two checkpoints can only over-count, never under-count (DESIGN §3). The journal
-itself (and its restore logic) is pure and lives in :mod:`rllib_privacy.accounting.journal`;
+killed between two checkpoints can only over-count, never under-count (docs/privacy-journal.md). The
+journal itself (and its restore logic) is pure and lives in :mod:`rllib_privacy.accounting.journal`;
 this module holds the run-level pieces: the ``privacy_journal_dir`` key
 (:func:`check_journal_dir`), where a trial's journal lives (:func:`algorithm_journal_path`) and
 pinning an actor to the journal's node (:func:`same_node_strategy`).

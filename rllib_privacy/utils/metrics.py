@@ -1,4 +1,4 @@
-"""Metric key names shared by all rllib_privacy components (DESIGN §6).
+"""Metric key names shared by all rllib_privacy components.
 
 Namespaced keys go into RLlib's MetricsLogger; the headline ones are copied to
 top-level result keys (``HEADLINE_*``) so that Tune's progress table shows them

@@ -20,7 +20,7 @@ class CountExplorationLearnerMixin:
     The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
     ``config.count_exploration_config`` with the module's observation space. There is one
     Learner (``num_learners`` ≤ 1, checked by the config), so its table is the one global
-    table. RLlib does not checkpoint learner-connector state (DESIGN §5): this mixin adds
+    table. RLlib does not checkpoint learner-connector state in RLlib 2.60: this mixin adds
     the table to ``Learner.get_state``/``set_state`` so that it is saved and restored
     with the learner (and thus the Algorithm).
     """

@@ -1,8 +1,8 @@
 """KickstartPPO: privacy-preserving kickstarting (Gohari et al.) on RLlib's PPO.
 
-Who trusts whom (DESIGN §3): the teacher is a separate party. The algorithm starts it
-as a Ray actor (``TeacherServer``) that loads the teacher checkpoint in its own process;
-the student's learners only hold a ``TeacherClient`` and receive Dir_k(π̃(s)) for the
+Who trusts whom (docs/components/kickstarting.md#what-it-protects): the teacher is a separate party.
+The algorithm starts it as a Ray actor (``TeacherServer``) that loads the teacher checkpoint in its
+own process; the student's learners only hold a ``TeacherClient`` and receive Dir_k(π̃(s)) for the
 states they trained on. The teacher owns its ledger and stops answering when its budget
 or ``teacher_min_k`` is reached; from then on the kickstart term is masked off and the
 student learns from its own rewards only.
@@ -152,7 +152,9 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
         teacher_seed: int | None = NotProvided,  # type: ignore[assignment]
         teacher_secure_mode: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
-        """Sets the teacher: which one, its Dirichlet mechanism and its budget (DESIGN §4.1).
+        """Sets the teacher: which one, its Dirichlet mechanism and its budget.
+
+        User guide: docs/components/kickstarting.md.
 
         The teacher is a separate party that owns its budget: the student sees only its
         privatized answers, and it stops answering when the budget is spent.

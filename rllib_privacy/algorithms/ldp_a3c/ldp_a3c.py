@@ -76,7 +76,7 @@ AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 #: Moving-mean window and success threshold of the paper's FST metric (eq. 26).
 SCORE_WINDOW = 10
 #: Window of the sustained criterion ``ldp/solved_at`` (a random walk of the weights can
-#: pass the paper's 10-submission window; see DESIGN §4.3).
+#: pass the paper's 10-submission window; see docs/components/ldp-a3c.md).
 SOLVED_WINDOW = 100
 
 #: Where a local agent's visit counts live (``count_exploration_scope``).
@@ -400,7 +400,8 @@ class LDPA3CConfig(
         function), counts them, and trains on r + β·f(n(φ(s))) in its A3C loss; the
         public score stays the extrinsic return. The bonus is computed from the agent's
         own states only, inside its EnvRunner, and influences nothing but the gradient that
-        is clipped and privatized, so each release stays ε/T-LDP for that agent (DESIGN §3).
+        is clipped and privatized, so each release stays ε/T-LDP for that agent
+        (docs/components/ldp-a3c.md#what-it-protects).
 
         Args:
             count_exploration_config: The same settings dict as ExplorationPPO's (e.g.

@@ -17,7 +17,7 @@ def discounted_value_targets(
 ) -> np.ndarray:
     """Returns V̂_t = Σ_{j=t}^{T−1} γ^{j−t} r_j + γ^{T−t}·V(s_T) for t = 0..T−1.
 
-    This is DESIGN §4.3's corrected form of the paper's eq. 18 (which drops the
+    This is docs/components/ldp-a3c.md's corrected form of the paper's eq. 18 (which drops the
     γ^{T−t} factor). ``bootstrap_value`` is V(s_T): 0 at a terminal state, the value
     estimate of the last observation when the episode was truncated.
     """

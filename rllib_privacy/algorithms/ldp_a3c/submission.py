@@ -12,8 +12,8 @@ import numpy as np
 class GradientSubmission:
     """One privatized gradient and the public scalars that go with it.
 
-    This is the ONLY object that leaves a local agent (DESIGN §3): the noisy
-    gradient and the scalar score, which the paper treats as public. Raw
+    This is the ONLY object that leaves a local agent (docs/components/ldp-a3c.md#what-it-protects):
+    the noisy gradient and the scalar score, which the paper treats as public. Raw
     observations, rewards, episodes, losses and the raw gradient never do.
     ``__post_init__`` enforces the shape so that nothing else can be smuggled in.
 

@@ -1,6 +1,6 @@
 """PATE-PPO: a PPO student that also learns from a private teacher ensemble's noisy labels.
 
-Papernot et al. 2017 (PATE) carried to RL (DESIGN.md §4.5): n teacher policies trained on
+Papernot et al. 2017 (PATE) carried to RL (docs/components/pate.md): n teacher policies trained on
 disjoint private data label states the student visited with noisy-argmax actions; the
 student minimizes its PPO loss plus ``pate_label_loss_coeff`` × cross-entropy to those
 labels; querying stops at the budget.
