@@ -412,8 +412,10 @@ def arm_config(
     model = dict(ppo.pop("model_config", {}) or {})
     if arm.algorithm == "KickstartPPO":
         config: Any = KickstartPPOConfig()
-        config.training(
-            **{**ppo, **kickstart, **arm.overrides, "teacher_checkpoint": teacher_checkpoint}
+        # Teacher and kickstart keys go through update_from_dict, which sends each key to
+        # its builder method (.teacher()/.kickstart()); .training() takes only PPO's own.
+        config.training(**ppo).update_from_dict(
+            {**kickstart, **arm.overrides, "teacher_checkpoint": teacher_checkpoint}
         )
     elif arm.algorithm == "PPO":
         config = PPOConfig().training(**ppo)
