@@ -1,7 +1,7 @@
 """rllib_privacy: privacy-preserving deep RL components for Ray RLlib's new API stack.
 
 The public classes are importable from the top level, e.g.
-``from rllib_privacy import LDPA3CConfig, KickstartPPOConfig``. They are loaded lazily
+``from rllib_privacy import LDPA3CConfig, LDPPPOConfig, KickstartPPOConfig``. They are loaded lazily
 (PEP 562): ``import rllib_privacy`` itself imports neither Ray nor torch, so that the
 ``rllib`` and ``rllib-privacy`` commands start quickly and the pure layers,
 ``rllib_privacy.mechanisms`` and ``rllib_privacy.accounting``, work without Ray.
@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "LDPA3C": "rllib_privacy.algorithms.ldp_a3c",
     "LDPA3CConfig": "rllib_privacy.algorithms.ldp_a3c",
     "LDPA3CEnvRunner": "rllib_privacy.algorithms.ldp_a3c",
+    "LDPPPO": "rllib_privacy.algorithms.ldp_ppo",
+    "LDPPPOConfig": "rllib_privacy.algorithms.ldp_ppo",
     "KickstartPPO": "rllib_privacy.algorithms.kickstart_ppo",
     "KickstartPPOConfig": "rllib_privacy.algorithms.kickstart_ppo",
     "PATEPPO": "rllib_privacy.algorithms.pate_ppo",
@@ -84,6 +86,8 @@ __all__ = [
     "LDPA3C",
     "LDPA3CConfig",
     "LDPA3CEnvRunner",
+    "LDPPPO",
+    "LDPPPOConfig",
     "KickstartPPO",
     "KickstartPPOConfig",
     "PATEPPO",
@@ -172,6 +176,7 @@ if TYPE_CHECKING:  # Static type checkers and IDEs see the real names.
     )
     from rllib_privacy.algorithms.kickstart_ppo import KickstartPPO, KickstartPPOConfig
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C, LDPA3CConfig, LDPA3CEnvRunner
+    from rllib_privacy.algorithms.ldp_ppo import LDPPPO, LDPPPOConfig
     from rllib_privacy.algorithms.pate_ppo import PATEPPO, PATEPPOConfig
     from rllib_privacy.callbacks import ILMMetricsCallback, PATELabelingCallback
     from rllib_privacy.connectors import (

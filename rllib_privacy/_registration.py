@@ -10,6 +10,7 @@ from __future__ import annotations
 #: Algorithm names this package registers with Tune (none shadows an RLlib built-in).
 ALGORITHM_NAMES: tuple[str, ...] = (
     "LDPA3C",
+    "LDPPPO",
     "KickstartPPO",
     "PATEPPO",
     "ExplorationPPO",
@@ -30,6 +31,7 @@ def register_all() -> None:
     from rllib_privacy.algorithms.count_exploration import ExplorationDQN, ExplorationPPO
     from rllib_privacy.algorithms.kickstart_ppo import KickstartPPO
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+    from rllib_privacy.algorithms.ldp_ppo import LDPPPO
     from rllib_privacy.algorithms.pate_ppo import PATEPPO
     from rllib_privacy.envs import (
         ACROBOT_MASS_ENV_ID,
@@ -62,6 +64,7 @@ def register_all() -> None:
     register_env(ATARI_PIXELS_ENV_ID, make_atari_pixels)
     register_env(ATARI_RAM_ENV_ID, make_atari_ram)
     register_trainable("LDPA3C", LDPA3C)
+    register_trainable("LDPPPO", LDPPPO)
     register_trainable("KickstartPPO", KickstartPPO)
     register_trainable("ExplorationPPO", ExplorationPPO)
     register_trainable("ExplorationDQN", ExplorationDQN)

@@ -16,7 +16,9 @@ The mechanism comes from, in this order:
    ``clip``, ``reduced_dim``, ``debias``, ``secure_mode``), e.g. for PPO:
    ``learner_config_dict: {ldp_gradient: {name: laplace, epsilon: 5.0, clip: 0.01}}``.
 
-If neither is set the mixin is a no-op.
+If neither is set the mixin is a no-op. A config attribute ``privacy_epsilon_budget``
+(LDPPPOConfig) caps the module's spent ε: an update that would exceed it raises
+``BudgetExhaustedError`` before anything is noised or applied.
 
 Every privatized gradient is one release, recorded in a per-module
 :class:`~rllib_privacy.accounting.LDPLedger` (privacy unit: the learner's training data,
@@ -28,6 +30,7 @@ Learner's checkpointed state (a restored run continues the spent budget).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -37,7 +40,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import ModuleID, ParamDict
 
 from rllib_privacy.accounting import LDPLedger
-from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.mechanisms import GradientMechanism, os_entropy_generator
 from rllib_privacy.utils import metrics as keys
 
@@ -48,6 +51,8 @@ LEARNER_CONFIG_KEY = "ldp_gradient"
 COMPONENT_PRIVACY_LEDGERS = "privacy_ledgers"
 #: The one "agent" of a learner's ledger: all of the learner's training data.
 LEARNER_AGENT_ID = "learner"
+#: Config attribute read as the module's ε budget (absent = no limit).
+BUDGET_CONFIG_KEY = "privacy_epsilon_budget"
 
 
 def gradient_mechanism_from_config(config: Any) -> GradientMechanism | None:
@@ -145,6 +150,8 @@ class LDPGradientPrivatizerMixin:
         mechanism = self.gradient_mechanism_for_module(module_id, config)
         if mechanism is None or mechanism.name == "none" or not grads:
             return grads
+        ledger = self.privacy_ledger(module_id)
+        _check_budget(ledger, mechanism, getattr(config, BUDGET_CONFIG_KEY, math.inf))
         if self._privatizer_rng is None:
             self._privatizer_rng = os_entropy_generator()
         refs = list(grads)
@@ -156,7 +163,6 @@ class LDPGradientPrivatizerMixin:
             size = grads[ref].numel()
             out[ref] = noisy[offset : offset + size].view_as(grads[ref])
             offset += size
-        ledger = self.privacy_ledger(module_id)
         ledger.record(LEARNER_AGENT_ID, mechanism.epsilon_per_release, mechanism.name)
         metrics = self.metrics  # type: ignore[attr-defined]
         metrics.log_value(
@@ -167,3 +173,19 @@ class LDPGradientPrivatizerMixin:
         for key, value in ledger.privacy_metrics().items():
             metrics.log_value((module_id, *key.split("/")), value, window=1)
         return out
+
+
+def _check_budget(ledger: LDPLedger, mechanism: GradientMechanism, budget: float) -> None:
+    """Raise before a release that would take the learner's data over ``budget``."""
+    if budget is None or math.isinf(budget):
+        return
+    spent = ledger.epsilon_spent(LEARNER_AGENT_ID)
+    cost = mechanism.epsilon_per_release
+    # The same relative slack as LDPLedger's own budget: 3 releases of 1/3 fit 1.
+    if spent + cost <= budget + 1e-9 * max(1.0, budget):
+        return
+    raise BudgetExhaustedError(
+        f"privacy_epsilon_budget {budget!r} reached: the learner's data has spent "
+        f"epsilon={spent!r} in {ledger.releases} updates and one more update costs "
+        f"{cost!r}; no further update is made"
+    )
