@@ -409,11 +409,12 @@ def test_list_shows_this_package_first_and_collapses_the_rest(
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0] == "algorithms of rllib_privacy (`run:` in experiment files):"
-    assert [line.split()[0] for line in lines[1:6]] == [
+    assert [line.split()[0] for line in lines[1:7]] == [
         "ExplorationDQN",
         "ExplorationPPO",
         "KickstartPPO",
         "LDPA3C",
+        "LDPPPO",
         "PATEPPO",
     ]
     assert "  rllib_privacy/CartPoleGravity-v0" in lines
