@@ -14,7 +14,10 @@ class LDPPPOTorchLearner(LDPGradientPrivatizerMixin, PPOTorchLearner):
     learner reports ``privacy/epsilon_spent``, ``privacy/delta_spent`` and
     ``privacy/releases`` under ``learners/<module_id>/`` (see ``gradient_privatizer``).
 
-    Configure with ``learner_class`` and ``learner_config_dict``::
+    It is the default learner of ``LDPPPO`` (``rllib_privacy.LDPPPOConfig``), which sets
+    the mechanism with ``.privacy(...)`` (or YAML ``privacy_*`` keys) and copies the
+    ledgers' figures to the top level of every result. On stock PPO, configure it with
+    ``learner_class`` and ``learner_config_dict``::
 
         config.learners(
             learner_class=LDPPPOTorchLearner,
