@@ -18,12 +18,37 @@ ALGORITHM_NAMES: tuple[str, ...] = (
 )
 
 _registered = False
+#: The Ray driver connection (job id) the registrations were written to; None before ray.init.
+_registered_in: str | None = None
+
+
+def _ray_connection() -> str | None:
+    """The current Ray session and driver job, or None while Ray is not initialized.
+
+    Tune keeps its registry in the Ray cluster: after ``ray.shutdown()`` and a new
+    ``ray.init()`` the registrations are gone and must be written again. Job ids restart
+    at 1 in every new cluster, so the session name (unique per cluster) is part of the key.
+    """
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    # Ray has no public accessor for the session name; fall back to the GCS address.
+    node = getattr(ray._private.worker.global_worker, "node", None)
+    session = getattr(node, "session_name", None) or ray.get_runtime_context().gcs_address
+    return f"{session}/{ray.get_runtime_context().get_job_id()}"
 
 
 def register_all() -> None:
-    """Registers every algorithm and environment of rllib_privacy (idempotent)."""
-    global _registered
-    if _registered:
+    """Registers every algorithm and environment of rllib_privacy.
+
+    Idempotent within one Ray connection; registers again after Ray was restarted (Tune's
+    registry lives in the cluster, so a new cluster starts without our names).
+    """
+    global _registered, _registered_in
+    connection = _ray_connection()
+    if _registered and (connection is None or connection == _registered_in):
         return
     # Lazy (see the module docstring): Ray, torch and the algorithms load here.
     from ray.tune.registry import register_env, register_trainable
@@ -70,3 +95,4 @@ def register_all() -> None:
     register_trainable("ExplorationDQN", ExplorationDQN)
     register_trainable("PATEPPO", PATEPPO)
     _registered = True
+    _registered_in = connection

@@ -46,9 +46,9 @@ def ray_session():
 
     import rllib_privacy
 
-    rllib_privacy.register()
-
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # After ray.init: Tune's registry lives in the cluster (a new one starts empty).
+    rllib_privacy.register()
     yield ray
     ray.shutdown()

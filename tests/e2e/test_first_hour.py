@@ -160,14 +160,21 @@ def _ldpa3c_checkpoint(checkpoint: Path) -> Path:
 
 
 def _train(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    """`rllib train ...` in this process: (exit code, stdout, stderr); Ray must not start."""
+    """`rllib train ...` in this process: (exit code, stdout, stderr); Ray must not start.
+
+    Any ``ray.init`` call is recorded (``ray.is_initialized()`` would depend on test order:
+    other test files share a Ray instance in this process).
+    """
     import ray
 
     from rllib_privacy.cli import rllib_main
 
-    code = rllib_main(["train", *argv])
+    calls: list[tuple] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray, "init", lambda *a, **k: calls.append((a, k)))
+        code = rllib_main(["train", *argv])
     captured = capsys.readouterr()
-    assert not ray.is_initialized()
+    assert not calls, "the check must come before Ray starts"
     return code, captured.out, captured.err
 
 

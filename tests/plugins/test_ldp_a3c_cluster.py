@@ -40,8 +40,6 @@ def two_node_cluster() -> Iterator[Any]:
 
     import rllib_privacy
 
-    rllib_privacy.register()  # Registers algorithms and envs
-
     session_ray_was_up = ray.is_initialized()
     if session_ray_was_up:
         ray.shutdown()
@@ -53,6 +51,7 @@ def two_node_cluster() -> Iterator[Any]:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
+        rllib_privacy.register()  # into this cluster's Tune registry
         yield cluster
     finally:
         ray.shutdown()
@@ -60,10 +59,7 @@ def two_node_cluster() -> Iterator[Any]:
         if session_ray_was_up:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         # Tune's registry lives in the Ray session: register ours in the new one again.
-        from rllib_privacy import _registration
-
-        _registration._registered = False
-        _registration.register_all()
+        rllib_privacy.register()
 
 
 def _runner_nodes(algo: LDPA3C) -> dict[int, str]:

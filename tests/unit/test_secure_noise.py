@@ -389,7 +389,7 @@ def test_secure_mode_keys_reject_non_bools() -> None:
     from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
     from rllib_privacy.envs.instance_laplace import parse_settings
 
-    with pytest.raises(PrivacyConfigError, match="'secure_mode'"):
+    with pytest.raises(PrivacyConfigError, match="'privacy_secure_mode'"):
         LDPA3CConfig().training(secure_mode="yes").validate_ldp_settings()
     with pytest.raises(PrivacyConfigError, match="teacher_secure_mode"):
         KickstartPPOConfig().training(teacher_secure_mode=1).teacher_settings()
