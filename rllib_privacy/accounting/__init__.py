@@ -5,6 +5,9 @@ Every ledger (:class:`TeacherLedger`, :class:`LDPLedger`, :class:`PATELedger`) i
 every journaled component uses the one write-ahead journal, :class:`ReplayJournal`
 (:mod:`.journal`).
 
+Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_rdp`: one release's RDP curve, exact for
+two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
+
 Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), and privacy
 amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
 reports, Feldman, McMillan & Talwar, FOCS 2021).
@@ -20,6 +23,14 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_delta_union_bound,
     dirichlet_epsilon,
     dirichlet_privacy,
+)
+from rllib_privacy.accounting.dirichlet_rdp import (
+    DEFAULT_ORDERS,
+    compose_dirichlet_rdp,
+    dirichlet_rdp,
+    dirichlet_rdp_max_order,
+    dirichlet_renyi_divergence,
+    rdp_to_epsilon,
 )
 from rllib_privacy.accounting.journal import (
     JournalNotFoundError,
@@ -58,6 +69,7 @@ from rllib_privacy.accounting.teacher_ledger import (
 
 __all__ = [
     "COMPOSITIONS",
+    "DEFAULT_ORDERS",
     "DirichletPrivacy",
     "JournalNotFoundError",
     "LDPLedger",
@@ -71,6 +83,7 @@ __all__ = [
     "advanced_composition_epsilon",
     "compose_advanced",
     "compose_basic",
+    "compose_dirichlet_rdp",
     "data_dependent_log_moments",
     "data_independent_log_moments",
     "dirichlet_delta",
@@ -79,6 +92,9 @@ __all__ = [
     "dirichlet_epsilon",
     "default_journal_dir",
     "dirichlet_privacy",
+    "dirichlet_rdp",
+    "dirichlet_rdp_max_order",
+    "dirichlet_renyi_divergence",
     "epsilon_from_log_moments",
     "gnmax_epsilon",
     "instance_privacy_losses",
@@ -86,6 +102,7 @@ __all__ = [
     "journal_file",
     "lemma4_q",
     "pate_epsilon",
+    "rdp_to_epsilon",
     "per_submission_epsilon",
     "shuffle_epsilon",
     "shuffle_epsilon_closed_form",
