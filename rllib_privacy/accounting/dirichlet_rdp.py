@@ -46,7 +46,8 @@ moves away from v.
   gains at most G⁺(σ_j) and its d_i² is at least σ_{j−1}: rounding every d_i² down to its
   grid point keeps the allocation within the budget, so the exact maximum of the discrete
   knapsack (m picks of j, Σ(j − 1) units <= radius²·n/d_max², solved by max-plus dynamic
-  programming) bounds every admissible pair. The bound is finite exactly when the true supremum is ((a−1)·d_max < η).
+  programming) bounds every admissible pair. The bound is finite exactly when the true
+  supremum is ((a−1)·d_max < η).
   How loose: measured against the best admissible pairs that SLSQP finds from adversarial
   and random starts (``tests/unit/test_dirichlet_rdp.py``), the bound is 1.07-1.40 times the
   best pair at m = 3, 4, 6 (k = 1-20, η = 0.02-0.1, radius 0.05-0.2, orders at 30% and 80%
