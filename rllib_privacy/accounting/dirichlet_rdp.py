@@ -415,6 +415,11 @@ def dirichlet_rdp(
     upper bound for m > 2 (module docstring: the argument, and how loose it is). Orders at or
     above :func:`dirichlet_rdp_max_order` give ``inf``.
 
+    ε(a) is nondecreasing in k but does not vanish as k → 0: with lnΓ(z) ≈ −ln z for small z
+    the k cancels and D_a tends to Σ_i ln(x_i^a·x'_i^(1−a) / (a·x_i + (1−a)·x'_i))/(a − 1)
+    (0.59 at a = 1.05 for m = 2, η = 0.05, radius = 0.1, against 0.67 at k = 5), so a
+    vanishing k lowers the cost of a release only down to that floor.
+
     Args:
         orders: Rényi orders a, finite numbers > 1 (a scalar or a sequence).
         k: Concentration k, a finite number > 0.

@@ -435,3 +435,24 @@ def test_certified_maximum_is_an_upper_bound_within_its_tolerance() -> None:
         true = max(max(values), -polished.fun)
         assert true <= ours[row]
         assert ours[row] - true <= 1e-9 * abs(true) + 1e-11
+
+
+def test_small_k_tends_to_the_lngamma_pole_limit_not_to_zero() -> None:
+    """As k → 0, ε(a) tends to a positive floor, not to 0.
+
+    lnΓ(z) ≈ −ln z makes k cancel: along the extreme displacement, ε(a) tends to
+    max_t Σ_i ln(x_i^a·x'_i^(1−a)/(a·x_i + (1−a)·x'_i))/(a − 1).
+    """
+    eta, radius, order = 0.05, 0.1, 1.05
+    s = radius / math.sqrt(2.0)
+    t = np.linspace(eta, 1.0 - eta - s, 20001)
+    x = np.stack([t, 1.0 - t], axis=-1)
+    xp = np.stack([t + s, 1.0 - t - s], axis=-1)
+    mixed = order * x + (1.0 - order) * xp
+    limit = np.max(
+        np.sum(order * np.log(x) + (1.0 - order) * np.log(xp) - np.log(mixed), axis=-1)
+        / (order - 1.0)
+    )
+    tiny = dirichlet_rdp([order], k=1e-7, eta=eta, radius=radius, num_actions=2)[0]
+    assert tiny == pytest.approx(limit, rel=1e-5)
+    assert 0.5 < tiny < dirichlet_rdp([order], k=5.0, eta=eta, radius=radius, num_actions=2)[0]
