@@ -5,7 +5,7 @@ Every ledger (:class:`TeacherLedger`, :class:`LDPLedger`, :class:`PATELedger`) i
 every journaled component uses the one write-ahead journal, :class:`ReplayJournal`
 (:mod:`.journal`).
 
-Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_rdp`: one release's RDP curve, exact for
+Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_renyi`: one release's RDP curve, exact for
 two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
 
 Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), and privacy
@@ -24,7 +24,7 @@ from rllib_privacy.accounting.dirichlet import (
     dirichlet_epsilon,
     dirichlet_privacy,
 )
-from rllib_privacy.accounting.dirichlet_rdp import (
+from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
     compose_dirichlet_rdp,
     dirichlet_rdp,

@@ -49,7 +49,7 @@ moves away from v.
   programming) bounds every admissible pair. The bound is finite exactly when the true
   supremum is ((a−1)·d_max < η).
   How loose: measured against the best admissible pairs that SLSQP finds from adversarial
-  and random starts (``tests/unit/test_dirichlet_rdp.py``), the bound is 1.07-1.40 times the
+  and random starts (``tests/unit/test_dirichlet_renyi.py``), the bound is 1.07-1.40 times the
   best pair at m = 3, 4, 6 (k = 1-20, η = 0.02-0.1, radius 0.05-0.2, orders at 30% and 80%
   of the finite range), loosest for m = 3 and low orders. The slack comes from the
   relaxation: each coordinate takes its own worst position x_i (near η, where lnΓ is

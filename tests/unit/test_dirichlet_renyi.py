@@ -1,4 +1,4 @@
-"""Tests for the Rényi DP of the Dirichlet mechanism (rllib_privacy.accounting.dirichlet_rdp)."""
+"""Tests for the Rényi DP of the Dirichlet mechanism (rllib_privacy.accounting.dirichlet_renyi)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import integrate, optimize, special
 
 import rllib_privacy.accounting
-from rllib_privacy.accounting.dirichlet_rdp import (
+from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
     __all__,
     _certified_max,
