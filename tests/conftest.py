@@ -14,6 +14,9 @@ import pytest
 # Fixed seeds are expected in tests: silence the fixed-seed PrivacyWarning here and in
 # every subprocess and Ray worker started from this process (they inherit the variable).
 os.environ.setdefault("RLLIB_PRIVACY_TESTING", "1")
+# Every ray.init() without an address (tests and `rllib train` subprocesses) starts its own
+# local instance instead of joining a cluster another test (or pytest-xdist worker) started.
+os.environ.setdefault("RAY_ADDRESS", "local")
 
 
 _LAYERS = ("unit", "plugins", "e2e")

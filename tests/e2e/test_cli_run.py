@@ -31,6 +31,7 @@ def test_every_shipped_yaml_validates(path: Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: Path) -> None:
     result = _rllib(
         "train",
@@ -84,6 +85,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
         ),
     ],
 )
+@pytest.mark.slow
 def test_other_shipped_yamls_run_one_iteration(path: str, overrides: dict, tmp_path: Path) -> None:
     result = _rllib(
         "train",

@@ -121,6 +121,7 @@ def test_evaluate_bad_input_exits_2(
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_sweep_yaml_runs_one_iteration(tmp_path: Path) -> None:
     # One ε of the grid (the override replaces the grid_search) on 10 bundled ages, so that
     # each of the 4 vectorized envs finishes an episode within the iteration's 60 steps.

@@ -215,6 +215,7 @@ def test_shipped_exploration_yaml_trains_one_iteration(ray_session, name: str) -
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_headline_yaml_runs_through_the_cli_with_tensorboard_and_checkpoint(
     tmp_path: Path,
 ) -> None:

@@ -334,6 +334,7 @@ def _released(records: list[dict[str, Any]]) -> int:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     teacher_dir = tmp_path / "teacher_module"
     _module().save_to_path(str(teacher_dir))

@@ -158,6 +158,7 @@ def _rllib(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_shipped_cartpole_yamls_run_one_iteration_through_the_cli(tmp_path: Path) -> None:
     from tensorboard.backend.event_processing import event_accumulator
 

@@ -92,6 +92,7 @@ def _train_until(algo: LDPA3C, done: Any, what: str, results: list[dict[str, Any
     [(1, 1), (8, 8)],
     ids=["one-agent", "fleet-of-8"],
 )
+@pytest.mark.slow
 def test_run_survives_losing_a_node_and_counts_every_submission_once(
     two_node_cluster: Any,
     tmp_path: pathlib.Path,

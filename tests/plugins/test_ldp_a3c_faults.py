@@ -179,6 +179,7 @@ def _tiny_yaml(path: pathlib.Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     tmp_path: pathlib.Path,
 ) -> None:

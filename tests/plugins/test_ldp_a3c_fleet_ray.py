@@ -117,6 +117,7 @@ def test_fleet_run_reports_evaluation_shuffling_and_progress(ray_session) -> Non
     assert [first["training_iteration"], result["training_iteration"]] == [1, 2]
 
 
+@pytest.mark.slow
 def test_fleet_checkpoint_keeps_submissions_ledger_and_solved(ray_session, tmp_path) -> None:
     # Every score is >= 1: the run is "solved" once 100 scores have arrived.
     config = _config(fst_target_score=1.0)

@@ -60,6 +60,7 @@ def test_aggregator_receives_only_noisy_gradients_and_scalars(ray_session) -> No
         algo.stop()
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_ledger_buffer_scores_and_weights(ray_session, tmp_path) -> None:
     # Remote EnvRunners: restoring then also syncs their state (RLlib reads the
     # lifetime env-step counter there).
@@ -95,6 +96,7 @@ def test_checkpoint_restores_ledger_buffer_scores_and_weights(ray_session, tmp_p
         restored.stop()
 
 
+@pytest.mark.slow
 def test_non_private_run_improves_its_score(ray_session) -> None:
     config = (
         LDPA3CConfig()

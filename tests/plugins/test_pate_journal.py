@@ -249,6 +249,7 @@ def _queried(records: list[dict[str, Any]]) -> int:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_killed_run_resumes_with_its_spent_budget(teachers: list[str], tmp_path: Path) -> None:
     budget = _budget_for(BUDGET_ITERATIONS * QUERIES)
     cycle = kill_past_checkpoint_then_resume(

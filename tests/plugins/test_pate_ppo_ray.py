@@ -52,6 +52,7 @@ def _config(teachers: list[str], num_env_runners: int) -> PATEPPOConfig:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_global_budget_labels_once_masked_loss_and_restore(
     ray_session: object, teachers: list[str], tmp_path: Path
 ) -> None:
@@ -136,6 +137,7 @@ def _one_iteration(path: str, storage: Path, config: dict) -> subprocess.Complet
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_shipped_pate_yamls_run_one_iteration(teachers: list[str], tmp_path: Path) -> None:
     tiny = {**TINY_PPO, "train_batch_size_per_learner": 100, "num_env_runners": 0}
     result = _one_iteration(

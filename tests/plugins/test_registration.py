@@ -38,6 +38,7 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_register_writes_again_into_a_restarted_cluster() -> None:
     # A fresh process: the suite's own Ray session must not be shut down from here.
     result = subprocess.run(
