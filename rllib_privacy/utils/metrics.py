@@ -69,6 +69,29 @@ def headline_first(results: dict[str, Any], headline_keys: Iterable[str]) -> dic
     return {**head, **{k: v for k, v in results.items() if k not in head}}
 
 
+#: RLlib's result keys (``ray.rllib.utils.metrics``), spelled out so that this module stays
+#: importable without Ray (the CLI reads the headline keys at start-up); a test compares them.
+RLLIB_ENV_RUNNER_RESULTS = "env_runners"
+RLLIB_EPISODE_RETURN_MEAN = "episode_return_mean"
+RLLIB_NUM_ENV_STEPS_SAMPLED_LIFETIME = "num_env_steps_sampled_lifetime"
+
+
+def ppo_family_results(results: dict[str, Any], headline_keys: Iterable[str]) -> dict[str, Any]:
+    """A PPO-family iteration's results with the return and env steps at the top level.
+
+    Copies the EnvRunners' mean episode return to ``episode_return_mean`` and the lifetime
+    env steps to ``timesteps_total`` (Tune's TensorBoard x-axis), then puts the headline keys
+    first (Tune's progress table shows the first few).
+    """
+    env_runners = results.get(RLLIB_ENV_RUNNER_RESULTS, {})
+    results["episode_return_mean"] = env_runners.get(RLLIB_EPISODE_RETURN_MEAN, float("nan"))
+    results["timesteps_total"] = results.get(
+        RLLIB_NUM_ENV_STEPS_SAMPLED_LIFETIME,
+        env_runners.get(RLLIB_NUM_ENV_STEPS_SAMPLED_LIFETIME, 0),
+    )
+    return headline_first(results, headline_keys)
+
+
 # ilm/... (instance-wise Laplace env, logged by rllib_privacy.callbacks.ILMMetricsCallback)
 ILM_KL_RATIO = "ilm/kl_ratio"
 ILM_PDP_VIOLATIONS = "ilm/pdp_violations"

@@ -23,10 +23,7 @@ from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    EPISODE_RETURN_MEAN,
     LEARNER_RESULTS,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
 )
 from typing_extensions import Self
 
@@ -285,10 +282,4 @@ class LDPPPO(PPO):
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """One iteration; headline keys first, env steps as ``timesteps_total``."""
-        results = super().step()
-        env_runners = results.get(ENV_RUNNER_RESULTS, {})
-        results["episode_return_mean"] = env_runners.get(EPISODE_RETURN_MEAN, math.nan)
-        results["timesteps_total"] = results.get(
-            NUM_ENV_STEPS_SAMPLED_LIFETIME, env_runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
-        )
-        return keys.headline_first(results, HEADLINE_KEYS)
+        return keys.ppo_family_results(super().step(), HEADLINE_KEYS)

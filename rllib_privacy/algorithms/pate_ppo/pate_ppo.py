@@ -28,11 +28,6 @@ from ray.rllib.algorithms.ppo import PPO, PPOConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    EPISODE_RETURN_MEAN,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-)
 from typing_extensions import Self
 
 from rllib_privacy.accounting import PATELedger
@@ -377,12 +372,7 @@ class PATEPPO(PPO):
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """Runs one iteration; puts headline keys first and env steps as x-axis."""
-        results = super().step()
-        env_runners = results.get(ENV_RUNNER_RESULTS, {})
-        results["episode_return_mean"] = env_runners.get(EPISODE_RETURN_MEAN, math.nan)
-        results["timesteps_total"] = results.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
-        head = {k: results[k] for k in HEADLINE_KEYS if k in results}
-        return {**head, **{k: v for k, v in results.items() if k not in head}}
+        return keys.ppo_family_results(super().step(), HEADLINE_KEYS)
 
     @override(Algorithm)
     def get_state(
