@@ -150,6 +150,14 @@ class LDPGradientPrivatizerMixin:
         mechanism = self.gradient_mechanism_for_module(module_id, config)
         if mechanism is None or mechanism.name == "none" or not grads:
             return grads
+        num_learners = getattr(self.config, "num_learners", 0)  # type: ignore[attr-defined]
+        if num_learners > 1:
+            # DDP all-reduces the raw gradients in backward(); every learner would then noise
+            # the same average with its own noise, and the model copies would drift apart.
+            raise PrivacyConfigError(
+                f"config key 'num_learners' is {num_learners}: LDP gradient noise needs 0 or 1 "
+                "learners (with several, each would add its own noise after DDP's all-reduce)"
+            )
         ledger = self.privacy_ledger(module_id)
         _check_budget(ledger, mechanism, getattr(config, BUDGET_CONFIG_KEY, math.inf))
         if self._privatizer_rng is None:

@@ -134,3 +134,16 @@ def test_ppo_trains_with_the_mixin_and_reports_the_noise(ray_session, tmp_path) 
         algo.stop()
     assert again["releases"] == 2 * privacy["releases"]
     assert again["epsilon_spent"] == pytest.approx(4.0 * again["releases"])
+
+
+def test_several_ddp_learners_are_refused_before_any_noise() -> None:
+    # Stock PPO with the learner class bypasses LDPPPOConfig's check: the mixin refuses too.
+    learner = _learner({"name": "laplace", "epsilon": 1.0, "clip": 0.01})
+    # As RLlib builds each of several DDP learners (building two here would need a process
+    # group): the same learner, its config saying num_learners=2.
+    config = learner.config.copy(copy_frozen=False)
+    config.learners(num_learners=2)
+    learner.config = config
+    with pytest.raises(PrivacyConfigError, match="'num_learners' is 2"):
+        learner.postprocess_gradients(_gradients(learner, 1.0))
+    assert learner.privacy_ledger(DEFAULT_MODULE_ID).releases == 0
