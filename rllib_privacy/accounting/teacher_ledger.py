@@ -9,6 +9,13 @@ recomputes the spent (ε, δ) from them.
 
 Composition:
 
+* ``"rdp"``: Rényi DP (docs/components/kickstarting.md#privacy-accounting). Each release is
+  recorded with its k and its mechanism (η, radius = (1 − mη)·L·b, m); the ledger keeps a
+  count per distinct (k, η, radius, m), the RDP curve is Σ count·ε_RDP(a) at every order a
+  (:func:`rllib_privacy.accounting.dirichlet_renyi.dirichlet_rdp`, cached per distinct
+  release) and the spent pair is (:func:`~rllib_privacy.accounting.dirichlet_renyi.rdp_to_epsilon`
+  of that curve at δ_target, δ_target) with δ_target = ``delta_budget``. The per-release
+  (ε, δ) of Theorem 1 play no part (no per-release δ, no ln(1/τ) term).
 * ``"basic"``: (Σ count·ε_i, Σ count·δ_i) (Dwork & Roth, Thm 3.16).
 * ``"advanced"``: the heterogeneous bound of Kairouz, Oh & Viswanath (2015, Thm 3.5), with a
   slack δ' (``advanced_delta_slack``): ε = min{Σε_i, Σε_i·tanh(ε_i/2) +
@@ -23,12 +30,22 @@ answered states: δ budgets are only meaningful with a much smaller per-release 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from rllib_privacy.accounting._state import check_state_header
+from rllib_privacy.accounting.dirichlet import _check_nonnegative
+from rllib_privacy.accounting.dirichlet_renyi import (
+    DEFAULT_ORDERS,
+    _check_orders,
+    dirichlet_rdp,
+    rdp_to_epsilon,
+)
 from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
 from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
@@ -36,10 +53,10 @@ from rllib_privacy.mechanisms._validation import check_finite_positive, check_in
 
 __all__ = ["COMPOSITIONS", "TeacherLedger", "compose_advanced", "compose_basic"]
 
-COMPOSITIONS = ("basic", "advanced")
+COMPOSITIONS = ("rdp", "basic", "advanced")
 _FORMAT = "rllib_privacy.TeacherLedger"
-_VERSION = 1
-_STATE_KEYS = frozenset(
+_VERSION = 2
+_STATE_KEYS_V1 = frozenset(
     {
         "format",
         "version",
@@ -50,9 +67,24 @@ _STATE_KEYS = frozenset(
         "events",
     }
 )
+_STATE_KEYS = _STATE_KEYS_V1 | {"orders", "rdp_releases"}
 _DEFAULT_SLACK = 1e-6
 
 Event = tuple[float, float, float, int]  # (k, epsilon, delta, count)
+#: The mechanism of one RDP release: (k, eta, radius, num_actions).
+RDPRelease = tuple[float, float, float, int]
+
+
+# Cached because every can_afford/spent query needs each curve again, and the m > 2 bound
+# costs ~0.5 s per distinct k (a run has about one distinct k per rollout).
+@functools.lru_cache(maxsize=1024)
+def _release_curve(
+    orders: tuple[float, ...], k: float, eta: float, radius: float, num_actions: int
+) -> np.ndarray:
+    """The RDP curve of one Dirichlet release (read-only array, one entry per order)."""
+    curve = dirichlet_rdp(orders, k=k, eta=eta, radius=radius, num_actions=num_actions)
+    curve.setflags(write=False)
+    return curve
 
 
 def _check_unit(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
@@ -157,10 +189,15 @@ class TeacherLedger(Ledger):
         epsilon_budget: The most ε the teacher may spend, a number > 0 (``math.inf``: no
             ε limit).
         delta_budget: The most δ it may spend, in [0, 1] (default 1.0: no δ limit beyond
-            the meaningful range).
-        composition: ``"basic"`` or ``"advanced"`` (see the module docstring).
+            the meaningful range). Under ``"rdp"`` it is δ_target, the δ at which the RDP
+            curve is converted to ε, and must be in (0, 1).
+        composition: ``"rdp"``, ``"basic"`` or ``"advanced"`` (see the module docstring).
+            ``"rdp"`` releases must carry their mechanism (``eta``, ``radius``,
+            ``num_actions``) besides ``k``.
         advanced_delta_slack: δ' of advanced composition, in (0, 1); it counts towards
-            ``delta_budget``. Ignored for ``"basic"``.
+            ``delta_budget``. Ignored for ``"basic"`` and ``"rdp"``.
+        orders: Rényi orders of the ``"rdp"`` curve (default
+            :data:`~rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS`).
         ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
             draws a fresh one.
 
@@ -188,6 +225,7 @@ class TeacherLedger(Ledger):
         delta_budget: float = 1.0,
         composition: str = "basic",
         advanced_delta_slack: float = _DEFAULT_SLACK,
+        orders: Sequence[float] | None = None,
         ledger_id: str | None = None,
     ) -> None:
         super().__init__(ledger_id=ledger_id)
@@ -199,11 +237,21 @@ class TeacherLedger(Ledger):
             raise ValueError(
                 f"composition must be one of {list(COMPOSITIONS)}, got {composition!r}"
             )
+        if composition == "rdp" and not 0.0 < self._delta_budget < 1.0:
+            raise ValueError(
+                "delta_budget must be in (0, 1) under rdp composition (it is the δ the RDP "
+                f"curve is converted at), got {delta_budget!r}"
+            )
         self._composition = composition
         self._slack = _check_unit(
             "advanced_delta_slack", advanced_delta_slack, open_low=True, open_high=True
         )
+        self._orders = tuple(
+            float(a) for a in _check_orders(DEFAULT_ORDERS if orders is None else orders)
+        )
         self._events: list[list[float | int]] = []  # [k, epsilon, delta, count]
+        # "rdp": releases per distinct mechanism, in order of first use.
+        self._rdp_counts: dict[RDPRelease, int] = {}
 
     # ------------------------------------------------------------------ composition
 
@@ -215,6 +263,20 @@ class TeacherLedger(Ledger):
         affordable = [pair for pair in candidates if self._fits(pair)]
         # Both pairs are valid guarantees: report the tighter ε among those within budget.
         return min(affordable or candidates)
+
+    def _rdp_spent(self, counts: dict[RDPRelease, int]) -> tuple[float, float]:
+        if not any(counts.values()):
+            return 0.0, 0.0
+        curve = np.zeros(len(self._orders))
+        for (k, eta, radius, m), count in counts.items():
+            curve += count * _release_curve(self._orders, k, eta, radius, m)
+        return rdp_to_epsilon(self._orders, curve, self._delta_budget), self._delta_budget
+
+    def _rdp_with(self, release: RDPRelease | None, count: int) -> dict[RDPRelease, int]:
+        counts = dict(self._rdp_counts)
+        if release is not None and count:
+            counts[release] = counts.get(release, 0) + count
+        return counts
 
     def _fits(self, pair: tuple[float, float]) -> bool:
         epsilon, delta = pair
@@ -239,8 +301,25 @@ class TeacherLedger(Ledger):
 
     @property
     def composition(self) -> str:
-        """``"basic"`` or ``"advanced"``."""
+        """``"rdp"``, ``"basic"`` or ``"advanced"``."""
         return self._composition
+
+    @property
+    def orders(self) -> tuple[float, ...]:
+        """Rényi orders of the ``"rdp"`` curve."""
+        return self._orders
+
+    @property
+    def rdp_releases(self) -> tuple[tuple[float, float, float, int, int], ...]:
+        """``"rdp"`` releases ``(k, eta, radius, num_actions, count)``, by first use."""
+        return tuple((*release, count) for release, count in self._rdp_counts.items())
+
+    def rdp_curve(self) -> np.ndarray:
+        """The composed RDP ε at each of :attr:`orders` (zeros without ``"rdp"`` releases)."""
+        curve = np.zeros(len(self._orders))
+        for (k, eta, radius, m), count in self._rdp_counts.items():
+            curve += count * _release_curve(self._orders, k, eta, radius, m)
+        return curve
 
     @property
     def advanced_delta_slack(self) -> float:
@@ -254,7 +333,12 @@ class TeacherLedger(Ledger):
 
     @property
     def spent(self) -> tuple[float, float]:
-        """The composed ``(epsilon, delta)`` of all recorded releases, (0.0, 0.0) if none."""
+        """The composed ``(epsilon, delta)`` of all recorded releases, (0.0, 0.0) if none.
+
+        Under ``"rdp"``: (ε at δ_target, δ_target), δ_target being :attr:`delta_budget`.
+        """
+        if self._composition == "rdp":
+            return self._rdp_spent(self._rdp_counts)
         if not self._events:
             return 0.0, 0.0
         return self._compose(self._triples())
@@ -282,7 +366,7 @@ class TeacherLedger(Ledger):
     @property
     def num_releases(self) -> int:
         """Number of answered states (releases) recorded."""
-        return sum(int(event[3]) for event in self._events)
+        return sum(int(event[3]) for event in self._events) + sum(self._rdp_counts.values())
 
     @property
     def releases(self) -> int:
@@ -291,7 +375,7 @@ class TeacherLedger(Ledger):
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """The recorded events ``(k, epsilon, delta, count)``, oldest first."""
+        """The recorded events ``(k, epsilon, delta, count)``, oldest first (not ``"rdp"``)."""
         return tuple(
             (float(k), float(eps), float(dlt), int(count)) for k, eps, dlt, count in self._events
         )
@@ -299,6 +383,9 @@ class TeacherLedger(Ledger):
     @property
     def last_k(self) -> float | None:
         """The concentration k of the most recent release (None if nothing was recorded)."""
+        if self._composition == "rdp":
+            # Counts are kept per mechanism: the newest distinct k (k only decays in a run).
+            return next(reversed(self._rdp_counts))[0] if self._rdp_counts else None
         return float(self._events[-1][0]) if self._events else None
 
     @staticmethod
@@ -310,36 +397,106 @@ class TeacherLedger(Ledger):
             check_int_in_range("count", count, low=0),
         )
 
-    def can_afford(self, *, epsilon: float, delta: float, count: int) -> bool:
-        """Whether ``count`` more releases at (ε, δ) would keep the totals within the budgets.
+    def _check_mechanism(self, k: Any, eta: Any, radius: Any, num_actions: Any) -> RDPRelease:
+        missing = [
+            name
+            for name, value in (("eta", eta), ("radius", radius), ("num_actions", num_actions))
+            if value is None
+        ]
+        if missing:
+            raise ValueError(
+                f"rdp composition needs each release's mechanism: pass {', '.join(missing)}"
+            )
+        release = (
+            check_finite_positive("k", k),
+            check_finite_positive("eta", eta),
+            _check_nonnegative("radius", radius),
+            check_int_in_range("num_actions", num_actions, low=2),
+        )
+        # Validates η < 1/m and the rest once, and warms the cache.
+        _release_curve(self._orders, *release)
+        return release
+
+    def _check_args(
+        self,
+        *,
+        count: Any,
+        k: Any = None,
+        epsilon: Any = None,
+        delta: Any = None,
+        eta: Any = None,
+        radius: Any = None,
+        num_actions: Any = None,
+    ) -> tuple[Event, RDPRelease | None]:
+        """Validate a release; what a composition does not use may be None."""
+        count = check_int_in_range("count", count, low=0)
+        if self._composition == "rdp":
+            release = self._check_mechanism(k, eta, radius, num_actions)
+            event = (release[0], math.nan, math.nan, count)
+            return event, release
+        for name, value in (("epsilon", epsilon), ("delta", delta)):
+            if value is None:
+                raise ValueError(f"{self._composition} composition needs each release's {name}")
+        return self._check_release(1.0 if k is None else k, epsilon, delta, count), None
+
+    def can_afford(self, **release: Any) -> bool:
+        """Whether more releases would keep the totals within the budgets.
+
+        ``"basic"``/``"advanced"`` use the per-release (ε, δ); ``"rdp"`` uses the mechanism
+        (k, η, radius, m) and compares ε of the curve after the releases, at δ_target, with
+        the ε budget.
 
         Args:
-            epsilon: ε of each release, a number >= 0.
-            delta: δ of each release, in [0, 1].
-            count: Number of releases (answered states), an int >= 0.
+            **release: The keyword arguments of :meth:`record`: ``count``, and ``epsilon``
+                and ``delta`` (``"basic"``/``"advanced"``; ``k`` optional) or ``k``,
+                ``eta``, ``radius`` and ``num_actions`` (``"rdp"``).
 
         Returns:
             True if :meth:`record` would accept them.
 
         Raises:
-            ValueError: If an argument is out of range.
+            ValueError: If an argument is out of range or one the composition needs is
+                missing.
 
         """
-        _, epsilon, delta, count = self._check_release(1.0, epsilon, delta, count)
+        (_, epsilon, delta, count), mechanism = self._check_args(**release)
         if count == 0:
             return True
-        return self._fits(self._compose([*self._triples(), (epsilon, delta, count)]))
+        return self._fits(self._after(mechanism, epsilon, delta, count))
+
+    def _after(
+        self, release: RDPRelease | None, epsilon: float, delta: float, count: int
+    ) -> tuple[float, float]:
+        if release is not None:
+            return self._rdp_spent(self._rdp_with(release, count))
+        return self._compose([*self._triples(), (epsilon, delta, count)])
 
     # ------------------------------------------------------------------ recording
 
-    def record(self, *, k: float, epsilon: float, delta: float, count: int) -> float:
-        """Record ``count`` releases at concentration k with per-release (ε, δ).
+    def record(
+        self,
+        *,
+        k: float,
+        count: int,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        eta: float | None = None,
+        radius: float | None = None,
+        num_actions: int | None = None,
+    ) -> float:
+        """Record ``count`` releases at concentration k.
 
         Args:
-            k: The concentration k used, a number > 0 (``math.inf``: no noise).
-            epsilon: ε of each release, a number >= 0 (``math.inf`` allowed).
-            delta: δ of each release, in [0, 1].
+            k: The concentration k used, a number > 0 (``math.inf``: no noise; not with
+                ``"rdp"``).
             count: Number of answered states, an int >= 0 (0 records nothing).
+            epsilon: ε of each release, a number >= 0 (``math.inf`` allowed); needed by
+                ``"basic"``/``"advanced"``.
+            delta: δ of each release, in [0, 1]; needed by ``"basic"``/``"advanced"``.
+            eta: Restriction η in (0, 1/m); needed by ``"rdp"``.
+            radius: L2 distance allowed between adjacent restricted policies,
+                (1 − mη)·L·b; needed by ``"rdp"``.
+            num_actions: m, an int >= 2; needed by ``"rdp"``.
 
         Returns:
             The composed ε after recording.
@@ -350,22 +507,35 @@ class TeacherLedger(Ledger):
                 nothing is recorded then.
 
         """
-        k, epsilon, delta, count = self._check_release(k, epsilon, delta, count)
+        (k, epsilon, delta, count), release = self._check_args(
+            count=count,
+            k=k,
+            epsilon=epsilon,
+            delta=delta,
+            eta=eta,
+            radius=radius,
+            num_actions=num_actions,
+        )
         if count == 0:
             return self.epsilon_spent
-        after = self._compose([*self._triples(), (epsilon, delta, count)])
+        after = self._after(release, epsilon, delta, count)
         if not self._fits(after):
             spent_eps, spent_delta = self.spent
+            what = (
+                f"with mechanism (k, eta, radius, num_actions)={release!r}"
+                if release is not None
+                else f"at (epsilon={epsilon!r}, delta={delta!r})"
+            )
             raise BudgetExhaustedError(
                 f"teacher has spent (epsilon={spent_eps!r}, delta={spent_delta!r}) of its budget "
                 f"(epsilon={self._epsilon_budget!r}, delta={self._delta_budget!r}); {count} more "
-                f"releases at (epsilon={epsilon!r}, delta={delta!r}) would reach "
+                f"releases {what} would reach "
                 f"(epsilon={after[0]!r}, delta={after[1]!r}) under {self._composition} composition"
             )
-        self._append_event(k, epsilon, delta, count)
+        self._append(k, epsilon, delta, count, release)
         return after[0]
 
-    def replay(self, *, k: float, epsilon: float, delta: float, count: int) -> None:
+    def replay(self, **release: Any) -> None:
         """Re-record releases read back from a privacy journal, even beyond the budget.
 
         The journal holds releases that may have left the teacher before a crash: they count
@@ -373,12 +543,24 @@ class TeacherLedger(Ledger):
         :meth:`can_afford` refuses. Events merge exactly as in :meth:`record`, so replaying a
         journal reproduces the ledger of the uninterrupted run.
 
+        Args:
+            **release: The keyword arguments of :meth:`record` (``k``, ``count`` and what
+                the composition needs).
+
         Raises:
             ValueError: If an argument is out of range (the message names it).
 
         """
-        k, epsilon, delta, count = self._check_release(k, epsilon, delta, count)
+        (k, epsilon, delta, count), mechanism = self._check_args(**release)
         if count:
+            self._append(k, epsilon, delta, count, mechanism)
+
+    def _append(
+        self, k: float, epsilon: float, delta: float, count: int, release: RDPRelease | None
+    ) -> None:
+        if release is not None:
+            self._rdp_counts[release] = self._rdp_counts.get(release, 0) + count
+        else:
             self._append_event(k, epsilon, delta, count)
 
     def _append_event(self, k: float, epsilon: float, delta: float, count: int) -> None:
@@ -395,10 +577,14 @@ class TeacherLedger(Ledger):
 
         Format::
 
-            {"format": "rllib_privacy.TeacherLedger", "version": 1,
+            {"format": "rllib_privacy.TeacherLedger", "version": 2,
              "epsilon_budget": float | "inf", "delta_budget": float,
-             "composition": "basic" | "advanced", "advanced_delta_slack": float,
-             "events": [[k, epsilon, delta, count], ...]}   # k, epsilon: float | "inf"
+             "composition": "rdp" | "basic" | "advanced", "advanced_delta_slack": float,
+             "events": [[k, epsilon, delta, count], ...],   # k, epsilon: float | "inf"
+             "orders": [float, ...],
+             "rdp_releases": [[k, eta, radius, num_actions, count], ...]}
+
+        Version 1 (before ``"rdp"``) had no ``orders`` and ``rdp_releases``; it still loads.
 
         """
         return {
@@ -412,6 +598,8 @@ class TeacherLedger(Ledger):
                 [_encode_epsilon(float(k)), _encode_epsilon(float(eps)), float(dlt), int(count)]
                 for k, eps, dlt, count in self._events
             ],
+            "orders": list(self._orders),
+            "rdp_releases": [list(release) for release in self.rdp_releases],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -428,14 +616,20 @@ class TeacherLedger(Ledger):
             ValueError: If ``state`` is not in that format.
 
         """
+        old = isinstance(state, dict) and state.get("version") == 1
         check_state_header(
-            state, keys=_STATE_KEYS, format_name=_FORMAT, version=_VERSION, owner="TeacherLedger"
+            state,
+            keys=_STATE_KEYS_V1 if old else _STATE_KEYS,
+            format_name=_FORMAT,
+            version=1 if old else _VERSION,
+            owner="TeacherLedger",
         )
         restored = TeacherLedger(
             epsilon_budget=_decode_number("state['epsilon_budget']", state["epsilon_budget"]),
             delta_budget=state["delta_budget"],
             composition=state["composition"],
             advanced_delta_slack=state["advanced_delta_slack"],
+            orders=None if old else state["orders"],
         )
         raw_events = state["events"]
         if not isinstance(raw_events, list):
@@ -454,10 +648,30 @@ class TeacherLedger(Ledger):
             if count == 0:
                 raise ValueError(f"{where} count must be >= 1, got 0")
             events.append([k, epsilon, delta, count])
+        raw_rdp = [] if old else state["rdp_releases"]
+        if not isinstance(raw_rdp, list):
+            raise ValueError(f"state['rdp_releases'] must be a list, got {type(raw_rdp).__name__}")
+        if raw_rdp and restored._composition != "rdp":
+            raise ValueError(
+                f"state['rdp_releases'] must be empty under {restored._composition} composition"
+            )
+        rdp_counts: dict[RDPRelease, int] = {}
+        for position, raw in enumerate(raw_rdp):
+            where = f"state['rdp_releases'][{position}]"
+            if not isinstance(raw, list | tuple) or len(raw) != 5:
+                raise ValueError(f"{where} must be [k, eta, radius, num_actions, count]")
+            release = restored._check_mechanism(*raw[:4])
+            count = check_int_in_range(f"{where} count", raw[4], low=1)
+            if release in rdp_counts:
+                raise ValueError(f"{where} repeats the mechanism {release!r}")
+            rdp_counts[release] = count
+        if events and restored._composition == "rdp":
+            raise ValueError("state['events'] must be empty under rdp composition")
         # Releases beyond the budget (replayed from a journal) load as they are: the spend
         # happened, and refusing it would make the checkpoint unrestorable. Nothing more is
         # affordable then.
         restored._events = events
+        restored._rdp_counts = rdp_counts
         restored._ledger_id = self._ledger_id  # identity stays with this ledger's journal
         self.__dict__.update(restored.__dict__)
 

@@ -245,3 +245,23 @@ class TestPATELedgerDataDependent(TestPATELedgerDataIndependent):
     """PATE's query ledger, budget on the data-dependent ε."""
 
     basis = "data_dependent"
+
+
+class TestTeacherLedgerRDP(LedgerContract):
+    """The kickstart teacher's ledger, Rényi DP composition (the default in the config)."""
+
+    release = {"k": 5.0, "eta": 0.05, "radius": 0.1, "num_actions": 2}
+    releases_per_record = 2
+
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+        budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
+        return TeacherLedger(epsilon_budget=budget, delta_budget=1e-5, composition="rdp")
+
+    def record_one(self, ledger: Ledger) -> None:
+        ledger.record(**self.release, count=2)
+
+    def can_afford_one(self, ledger: Ledger) -> bool:
+        return ledger.can_afford(**self.release, count=2)
+
+    def replay_one(self, ledger: Ledger) -> None:
+        ledger.replay(**self.release, count=2)  # type: ignore[attr-defined]

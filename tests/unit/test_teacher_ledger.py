@@ -1,15 +1,26 @@
-"""Tests for the kickstarting teacher's privacy ledger (basic and advanced composition)."""
+"""Tests for the kickstarting teacher's privacy ledger (rdp, basic and advanced composition)."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld
+from dp_accounting.rdp import rdp_privacy_accountant
 
-from rllib_privacy.accounting import TeacherLedger, compose_advanced, compose_basic
+from rllib_privacy.accounting import (
+    DEFAULT_ORDERS,
+    TeacherLedger,
+    compose_advanced,
+    compose_basic,
+    compose_dirichlet_rdp,
+    dirichlet_epsilon,
+    dirichlet_rdp,
+    rdp_to_epsilon,
+)
 from rllib_privacy.errors import BudgetExhaustedError
 
 
@@ -129,7 +140,7 @@ def test_state_round_trip_through_json() -> None:
     ("mutate", "match"),
     [
         (lambda s: s.pop("events"), "keys"),
-        (lambda s: s.update(version=2), "version"),
+        (lambda s: s.update(version=3), "version"),
         (lambda s: s.update(events=[[5.0, 1.0, 0.0, 0]]), "count"),
         (lambda s: s.update(events=[[5.0, "big", 0.0, 1]]), "epsilon"),
         (lambda s: s.update(events=[[5.0, 1.0, 0.0]]), "events"),
@@ -211,7 +222,9 @@ def test_ledger_reports_the_tighter_valid_pair() -> None:
         ({"epsilon_budget": math.nan}, "epsilon_budget"),
         ({"epsilon_budget": 1.0, "delta_budget": 1.5}, "delta_budget"),
         ({"epsilon_budget": 1.0, "delta_budget": -0.1}, "delta_budget"),
-        ({"epsilon_budget": 1.0, "composition": "rdp"}, "composition"),
+        ({"epsilon_budget": 1.0, "composition": "fancy"}, "composition"),
+        # rdp converts at δ_target = delta_budget: δ = 1 (the class default) means nothing.
+        ({"epsilon_budget": 1.0, "composition": "rdp"}, "delta_budget.*rdp"),
         ({"epsilon_budget": 1.0, "advanced_delta_slack": 0.0}, "advanced_delta_slack"),
         ({"epsilon_budget": 1.0, "advanced_delta_slack": 1.0}, "advanced_delta_slack"),
     ],
@@ -245,3 +258,151 @@ def test_record_rejects_bad_arguments(key: str, value: object) -> None:
         with pytest.raises(ValueError, match=key):
             ledger.can_afford(**release)
     assert ledger.events == ()
+
+
+# ---- rdp composition ------------------------------------------------------------------
+
+MECHANISM = {"eta": 0.05, "radius": 0.1, "num_actions": 2}
+
+
+def rdp_ledger(epsilon_budget: float = math.inf, **kwargs: object) -> TeacherLedger:
+    return TeacherLedger(
+        epsilon_budget=epsilon_budget, delta_budget=1e-5, composition="rdp", **kwargs
+    )
+
+
+def test_rdp_epsilon_of_n_identical_releases_is_the_conversion_of_n_curves() -> None:
+    ledger = rdp_ledger()
+    one = dirichlet_rdp(DEFAULT_ORDERS, k=5.0, **MECHANISM)
+    for n in (1, 10, 1000):
+        ledger.record(k=5.0, count=n - ledger.num_releases, **MECHANISM)
+        expected = rdp_to_epsilon(DEFAULT_ORDERS, n * one, 1e-5)
+        assert ledger.spent == (pytest.approx(expected, rel=1e-12), 1e-5)
+        assert np.allclose(ledger.rdp_curve(), n * one, rtol=1e-12, equal_nan=False)
+    assert ledger.rdp_releases == ((5.0, 0.05, 0.1, 2, 1000),) and ledger.events == ()
+    assert ledger.last_k == 5.0 and ledger.num_releases == 1000
+    # Without the per-release δ and the ln(1/τ) term, far below basic composition of
+    # Theorem 1's ε for the same releases (its L·b is the radius here).
+    theorem_1 = dirichlet_epsilon(
+        k=5.0, eta=0.05, tau=1e-3, lipschitz=0.1, adjacency=1.0, num_actions=2
+    )
+    assert ledger.epsilon_spent < 1000 * theorem_1 / 5
+
+
+def test_rdp_epsilon_matches_dp_accountings_conversion_of_the_same_curve() -> None:
+    # dp_accounting's conversion refuses orders <= 1.01; above them the two must agree.
+    orders = [a for a in DEFAULT_ORDERS if a > 1.01]
+    ledger = rdp_ledger(orders=orders)
+    ledger.record(k=5.0, count=300, **MECHANISM)
+    ledger.record(k=4.5, count=200, **MECHANISM)
+    curve = ledger.rdp_curve()
+    finite = np.isfinite(curve)
+    theirs, _ = rdp_privacy_accountant.compute_epsilon(
+        list(np.asarray(orders)[finite]), list(curve[finite]), 1e-5
+    )
+    assert ledger.epsilon_spent == pytest.approx(theirs, rel=1e-12)
+
+
+def test_rdp_mixed_k_is_the_composed_curve() -> None:
+    ledger = rdp_ledger()
+    ks = {5.0: 40, 4.5: 30, 4.05: 20}
+    for k, count in ks.items():
+        ledger.record(k=k, count=count // 2, **MECHANISM)
+    for k, count in ks.items():  # a k seen before adds to its count, not a new entry
+        ledger.record(k=k, count=count - count // 2, **MECHANISM)
+    assert [release[4] for release in ledger.rdp_releases] == list(ks.values())
+    composed = compose_dirichlet_rdp(DEFAULT_ORDERS, ks, **MECHANISM)
+    assert ledger.epsilon_spent == pytest.approx(
+        rdp_to_epsilon(DEFAULT_ORDERS, composed, 1e-5), rel=1e-12
+    )
+    # Another mechanism (a different radius) is a separate entry and costs more.
+    before = ledger.epsilon_spent
+    ledger.record(k=5.0, count=1, eta=0.05, radius=0.2, num_actions=2)
+    assert len(ledger.rdp_releases) == 4 and ledger.epsilon_spent > before
+
+
+def test_rdp_epsilon_is_monotone_in_releases() -> None:
+    ledger = rdp_ledger()
+    previous = 0.0
+    for step in range(30):
+        ledger.record(k=5.0 * 0.9**step, count=50, **MECHANISM)
+        assert ledger.epsilon_spent > previous
+        previous = ledger.epsilon_spent
+
+
+def test_rdp_budget_stops_releases_and_records_nothing_on_refusal() -> None:
+    probe = rdp_ledger()
+    probe.record(k=5.0, count=100, **MECHANISM)
+    ledger = rdp_ledger(epsilon_budget=probe.epsilon_spent)
+    assert ledger.can_afford(k=5.0, count=100, **MECHANISM)
+    assert not ledger.can_afford(k=5.0, count=101, **MECHANISM)
+    ledger.record(k=5.0, count=100, **MECHANISM)
+    state = ledger.state_dict()
+    with pytest.raises(BudgetExhaustedError, match="rdp composition"):
+        ledger.record(k=0.5, count=1, **MECHANISM)
+    assert ledger.state_dict() == state and ledger.num_releases == 100
+    assert ledger.can_afford(k=0.5, count=0, **MECHANISM)
+
+
+def test_rdp_state_round_trip_neither_repays_nor_forgets() -> None:
+    ledger = rdp_ledger(epsilon_budget=500.0)
+    ledger.record(k=5.0, count=70, **MECHANISM)
+    ledger.record(k=4.5, count=30, eta=0.02, radius=0.05, num_actions=3)
+    restored = roundtrip(ledger)
+    assert restored == ledger and restored.spent == ledger.spent
+    assert restored.rdp_releases == ledger.rdp_releases and restored.orders == ledger.orders
+    ledger.record(k=4.5, count=10, **MECHANISM)
+    restored.record(k=4.5, count=10, **MECHANISM)
+    assert restored.spent == ledger.spent and restored.num_releases == 110
+
+
+def test_rdp_releases_need_their_mechanism() -> None:
+    ledger = rdp_ledger()
+    with pytest.raises(ValueError, match="eta, radius"):
+        ledger.record(k=5.0, epsilon=1.0, delta=1e-6, count=1, num_actions=2)
+    with pytest.raises(ValueError, match="eta"):
+        ledger.can_afford(k=5.0, count=1, eta=0.6, radius=0.1, num_actions=2)  # η >= 1/m
+    with pytest.raises(ValueError, match="k"):
+        ledger.record(k=math.inf, count=1, **MECHANISM)
+    basic = TeacherLedger(epsilon_budget=1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        basic.record(k=5.0, count=1, **MECHANISM)
+    assert ledger.num_releases == 0 and basic.num_releases == 0
+
+
+def test_version_1_states_still_load() -> None:
+    old = {
+        "format": "rllib_privacy.TeacherLedger",
+        "version": 1,
+        "epsilon_budget": "inf",
+        "delta_budget": 0.05,
+        "composition": "basic",
+        "advanced_delta_slack": 1e-6,
+        "events": [[5.0, 3.5, 1e-4, 10]],
+    }
+    ledger = TeacherLedger.from_state_dict(old)
+    assert ledger.spent == pytest.approx((35.0, 1e-3)) and ledger.composition == "basic"
+    assert ledger.state_dict()["version"] == 2 and ledger.rdp_releases == ()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda s: s.update(rdp_releases=[[5.0, 0.05, 0.1, 2]]), "rdp_releases"),
+        (lambda s: s.update(rdp_releases=[[5.0, 0.05, 0.1, 2, 0]]), "count"),
+        (lambda s: s.update(rdp_releases=[[5.0, 0.7, 0.1, 2, 1]]), "eta"),
+        (lambda s: s.update(rdp_releases=[[5.0, 0.05, 0.1, 2, 1]] * 2), "repeats"),
+        (lambda s: s.update(events=[[5.0, 1.0, 0.0, 1]]), "events"),
+        (lambda s: s.update(composition="basic"), "rdp_releases"),
+        (lambda s: s.update(orders=[0.5]), "orders"),
+    ],
+)
+def test_load_state_dict_rejects_bad_rdp_states(mutate: object, match: str) -> None:
+    ledger = rdp_ledger()
+    ledger.record(k=5.0, count=3, **MECHANISM)
+    state = ledger.state_dict()
+    mutate(state)  # type: ignore[operator]
+    target = rdp_ledger()
+    with pytest.raises(ValueError, match=match):
+        target.load_state_dict(state)
+    assert target.rdp_releases == ()
