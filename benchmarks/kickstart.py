@@ -929,7 +929,10 @@ def run_overhead(args: argparse.Namespace, teacher_checkpoint: str | None) -> Ov
     kickstart = {
         **kickstart,
         "teacher_epsilon_budget": INF,
-        "teacher_delta_budget": 1.0,
+        # rdp (the default composition) converts ε at this δ, which must stay below 1.
+        "teacher_delta_budget": 0.5
+        if kickstart.get("teacher_composition", "rdp") == "rdp"
+        else 1.0,
         "teacher_seed": args.seed,
     }
     algos = {}

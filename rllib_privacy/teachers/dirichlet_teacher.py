@@ -10,8 +10,10 @@ policies, the k they were drawn with, and privacy bookkeeping.
 
 It also owns its budget. At the start of each rollout (training iteration) k is
 multiplied by the vanishing coefficient c (k_t = k₀·c^t); every answered state is one
-release at (ε(k_t), δ(k_t)) (eq. 12 and eq. 6) recorded in a ``TeacherLedger``. The
-teacher stops sharing for good, and refuses every later request, once
+release recorded in a ``TeacherLedger``: by default (composition ``"rdp"``) with its k and
+mechanism (η, radius = (1 − mη)·L·b, m), composed as Rényi DP and converted to ε at
+δ = ``delta_budget``; with ``"basic"``/``"advanced"`` at (ε(k_t), δ(k_t)) of eq. 12 and
+eq. 6. The teacher stops sharing for good, and refuses every later request, once
 
 * k_t falls below ``min_k``, or
 * the rollout that starts would exceed the ε or δ budget at its expected size, or
@@ -45,7 +47,7 @@ from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
 TEACHER_MECHANISMS: tuple[str, ...] = ("dirichlet", "none")
-COMPOSITIONS: tuple[str, ...] = ("basic", "advanced")
+COMPOSITIONS: tuple[str, ...] = ("rdp", "basic", "advanced")
 #: Component name of the teacher's privacy journal (file ``<journal dir>/kickstart_teacher.jsonl``).
 JOURNAL_COMPONENT = "kickstart_teacher"
 #: ``get_state()`` keys a journal snapshot holds.
@@ -75,9 +77,14 @@ class TeacherSettings:
         lipschitz: L of the teacher network s ↦ softmax(logits); None computes an upper bound
             from its weights (product of spectral norms).
         epsilon_budget: Total ε the teacher may spend (composition over all answered states).
-        delta_budget: Total δ the teacher may spend.
+        delta_budget: Total δ the teacher may spend (default 1e-5). Under ``"rdp"`` it is
+            the δ at which the composed RDP curve is converted to the reported ε, so it must
+            be below 1; under ``"basic"``/``"advanced"`` one release's δ (eq. 6 at k₀) must be
+            below it (:meth:`check_release_delta`).
         min_k: Stop sharing once k_t < min_k.
-        composition: ``"basic"`` or ``"advanced"`` composition in the ledger.
+        composition: How the ledger composes releases: ``"rdp"`` (default; Rényi DP of the
+            Dirichlet mechanism, no per-release δ and no ln(1/τ) term), ``"basic"`` or
+            ``"advanced"`` (of the per-release (ε, δ) of eq. 12 and eq. 6).
         delta_samples: Monte Carlo samples for δ's upper confidence bound.
         delta_confidence: Confidence of that bound.
         seed: Seed of the teacher's noise (None: fresh OS entropy). A fresh OS-entropy
@@ -96,9 +103,9 @@ class TeacherSettings:
     adjacency: float = 0.01
     lipschitz: float | None = None
     epsilon_budget: float = 1.0e6
-    delta_budget: float = 1.0
+    delta_budget: float = 1.0e-5
     min_k: float = 1.0e-3
-    composition: str = "basic"
+    composition: str = "rdp"
     delta_samples: int = 100_000
     delta_confidence: float = 0.95
     seed: int | None = None
@@ -129,6 +136,11 @@ class TeacherSettings:
             raise PrivacyConfigError(
                 f"teacher_delta_budget must be in (0, 1], got {self.delta_budget}"
             )
+        if self.composition == "rdp" and delta_budget >= 1.0:
+            raise PrivacyConfigError(
+                "teacher_delta_budget must be below 1 with teacher_composition rdp (it is the "
+                f"δ the RDP curve is converted at), got {self.delta_budget}"
+            )
         _check_positive("teacher_min_k", self.min_k, allow_zero=True)
         if not isinstance(self.delta_samples, int) or self.delta_samples < 100:
             raise PrivacyConfigError(
@@ -154,6 +166,44 @@ class TeacherSettings:
             raise PrivacyConfigError(
                 f"teacher_eta must be below 1/m = {1.0 / num_actions:.4g} for {num_actions} "
                 f"actions, got {self.eta}"
+            )
+
+    def release_delta(self, k: float, num_actions: int, *, rollout: int) -> float:
+        """δ of one release at concentration k (eq. 6: the smaller of two upper bounds).
+
+        Its Monte Carlo draws use their own stream, seeded by the rollout, so that they do
+        not shift the noise stream of the answers and the same k gives the same δ in the
+        config check and in the teacher.
+        """
+        return float(
+            dirichlet_delta(
+                k=k,
+                eta=self.eta,
+                tau=self.tau,
+                num_actions=num_actions,
+                num_samples=self.delta_samples,
+                confidence=self.delta_confidence,
+                rng=np.random.default_rng([7, rollout]),
+            )
+        )
+
+    def check_release_delta(self, num_actions: int) -> None:
+        """Raise if one release's δ at k₀ reaches the δ budget (``"basic"``/``"advanced"``).
+
+        Such a teacher could not answer a single state; without this check it would only
+        refuse inside the run. RDP composition has no per-release δ.
+        """
+        if self.mechanism != "dirichlet" or self.composition == "rdp":
+            return
+        delta = self.release_delta(self.k, num_actions, rollout=1)
+        if delta >= self.delta_budget:
+            raise PrivacyConfigError(
+                f"the per-release delta of the Dirichlet mechanism at teacher_k={self.k} "
+                f"(eq. 6 with teacher_tau={self.tau}, teacher_eta={self.eta}, {num_actions} "
+                f"actions) is {delta:.3g}, at or above teacher_delta_budget="
+                f"{self.delta_budget}: under teacher_composition {self.composition} not one "
+                "state could be answered. Raise teacher_delta_budget, lower teacher_tau, or use "
+                "teacher_composition rdp (no per-release delta)"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -263,6 +313,20 @@ class DirichletTeacher:
         """L of s ↦ π̃(s) = (1 − mη)·π(s) + η, the constant eq. 12 uses."""
         return (1.0 - self.num_actions * self._settings.eta) * self._network_lipschitz
 
+    @property
+    def radius(self) -> float:
+        """L2 distance between the restricted policies of adjacent states, (1 − mη)·L·b."""
+        return self.restricted_lipschitz * self._settings.adjacency
+
+    def _mechanism(self) -> dict[str, Any]:
+        """The mechanism of a release at the current k, as the ledger's RDP needs it."""
+        return {
+            "k": self._k,
+            "eta": self._settings.eta,
+            "radius": self.radius,
+            "num_actions": self.num_actions,
+        }
+
     def release_privacy(self, k: float) -> tuple[float, float]:
         """(ε, δ) of one answered state at concentration k (eq. 12; eq. 6 upper bound)."""
         if self._settings.mechanism == "none":
@@ -277,17 +341,7 @@ class DirichletTeacher:
                 adjacency=s.adjacency,
                 num_actions=self.num_actions,
             )
-            # δ's Monte Carlo draws use their own seeded stream so that they do not
-            # shift the noise stream of the answers.
-            delta = dirichlet_delta(
-                k=k,
-                eta=s.eta,
-                tau=s.tau,
-                num_actions=self.num_actions,
-                num_samples=s.delta_samples,
-                confidence=s.delta_confidence,
-                rng=np.random.default_rng([7, self._rollouts]),
-            )
+            delta = s.release_delta(k, self.num_actions, rollout=self._rollouts)
             self._privacy_cache[k] = (float(epsilon), float(delta))
         return self._privacy_cache[k]
 
@@ -311,7 +365,10 @@ class DirichletTeacher:
             else:
                 epsilon, delta = self.release_privacy(self._k)
                 if not self._ledger.can_afford(
-                    epsilon=epsilon, delta=delta, count=int(expected_states)
+                    **self._mechanism(),
+                    epsilon=epsilon,
+                    delta=delta,
+                    count=int(expected_states),
                 ):
                     self._stop()
         self._journal_schedule()
@@ -339,7 +396,8 @@ class DirichletTeacher:
             return TeacherAnswer(None, 0.0)
         if self._settings.mechanism == "dirichlet":
             epsilon, delta = self.release_privacy(self._k)
-            if not self._ledger.can_afford(epsilon=epsilon, delta=delta, count=count):
+            release = {**self._mechanism(), "epsilon": epsilon, "delta": delta, "count": count}
+            if not self._ledger.can_afford(**release):
                 self._stop()
                 self._refused += count
                 return TeacherAnswer(None, 0.0)
@@ -359,7 +417,8 @@ class DirichletTeacher:
             return TeacherAnswer(policy.astype(np.float32), math.inf)
         if self._journal is not None:
             # Write-ahead: the release is durable before any answer can leave this process.
-            self._journal.append("release", k=self._k, epsilon=epsilon, delta=delta, count=count)
+            # The mechanism travels with (ε, δ) so that either composition can replay it.
+            self._journal.append("release", **release)
         privatized = dirichlet_mechanism(
             policy,
             k=self._k,
@@ -367,7 +426,7 @@ class DirichletTeacher:
             rng=self._rng,
             secure_mode=self._settings.secure_mode,
         )
-        self._ledger.record(k=self._k, epsilon=epsilon, delta=delta, count=count)
+        self._ledger.record(**release)
         self._answered += count
         return TeacherAnswer(np.asarray(privatized, dtype=np.float32), self._k)
 
@@ -495,8 +554,12 @@ class DirichletTeacher:
             kind = record.get("kind")
             if kind == "release":
                 count = int(record["count"])
+                # Journals written before RDP lack the mechanism: it is this teacher's own
+                # (η, radius and m are fixed for a run).
+                mechanism = {**self._mechanism(), "k": record["k"]}
+                mechanism.update({key: record[key] for key in mechanism if key in record})
                 self._ledger.replay(
-                    k=record["k"], epsilon=record["epsilon"], delta=record["delta"], count=count
+                    **mechanism, epsilon=record["epsilon"], delta=record["delta"], count=count
                 )
                 self._answered += count
                 self._replayed += count

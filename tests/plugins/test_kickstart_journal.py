@@ -25,6 +25,7 @@ from kill_resume_helpers import (
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+from rllib_privacy.accounting import DEFAULT_ORDERS, dirichlet_rdp, rdp_to_epsilon
 from rllib_privacy.accounting.journal import (
     ACCEPT_JOURNAL_LOSS_ENV,
     JournalNotFoundError,
@@ -51,6 +52,11 @@ def _module(seed: int = 0) -> Any:
     spec.observation_space, spec.action_space = ENV.observation_space, ENV.action_space
     spec.model_config = DefaultModelConfig(fcnet_hiddens=[8])
     return spec.build()
+
+
+#: Basic composition of Theorem 1's per-release (ε, δ), with no δ limit: for tests whose
+#: budget arithmetic is n·ε.
+BASIC = {"composition": "basic", "delta_budget": 1.0}
 
 
 def _settings(**overrides: Any) -> TeacherSettings:
@@ -104,18 +110,52 @@ def test_release_is_journaled_before_the_answer_leaves(
     records = PrivacyJournal(journal, component=JOURNAL_COMPONENT).records()
     assert [r["kind"] for r in records] == ["header", "schedule", "release"]
     assert records[-1]["count"] == BATCH and records[-1]["k"] == 50.0
+    # The mechanism RDP needs is journaled with the release (and Theorem 1's (ε, δ)).
+    assert records[-1]["eta"] == 0.1 and records[-1]["num_actions"] == 2
+    assert records[-1]["radius"] == teacher.radius and records[-1]["epsilon"] > 0
     restarted = _teacher(journal)
-    epsilon, _ = restarted.release_privacy(50.0)
     assert restarted.stats()["releases"] == BATCH
-    assert restarted.stats()["epsilon_spent"] == pytest.approx(BATCH * epsilon, rel=1e-12)
+    one = dirichlet_rdp(DEFAULT_ORDERS, k=50.0, eta=0.1, radius=teacher.radius, num_actions=2)
+    assert restarted.stats()["epsilon_spent"] == pytest.approx(
+        rdp_to_epsilon(DEFAULT_ORDERS, BATCH * one, 1e-5), rel=1e-12
+    )
 
 
-def test_restart_without_checkpoint_replays_everything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("composition", ["rdp", "basic"])
+def test_journals_written_before_rdp_still_replay(tmp_path: Path, composition: str) -> None:
+    journal = tmp_path / "kickstart_teacher.jsonl"
+    delta_budget = 1e-5 if composition == "rdp" else 1.0
+    teacher = _teacher(journal, composition=composition, delta_budget=delta_budget)
+    _rollout(teacher)
+    _rollout(teacher)
+    # Rewrite the release records as before RDP: k, epsilon, delta and count only.
+    lines = journal.read_text().splitlines()
+    old_lines = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("kind") == "release":
+            for key in ("eta", "radius", "num_actions"):
+                del record[key]
+        old_lines.append(json.dumps(record))
+    old_journal = tmp_path / "old" / "kickstart_teacher.jsonl"
+    old_journal.parent.mkdir()
+    old_journal.write_text("\n".join(old_lines) + "\n")
+    restarted = _teacher(old_journal, composition=composition, delta_budget=delta_budget)
+    assert restarted.stats()["replayed_releases"] == 2 * BATCH
+    assert _privacy_stats(restarted) == _privacy_stats(teacher)
+
+
+@pytest.mark.parametrize(
+    "composition", [{"composition": "advanced", "delta_budget": 1.0}, {"composition": "rdp"}]
+)
+def test_restart_without_checkpoint_replays_everything(
+    tmp_path: Path, composition: dict[str, Any]
+) -> None:
     journal = tmp_path / "journal" / "kickstart_teacher.jsonl"
-    teacher = _teacher(journal, composition="advanced")
+    teacher = _teacher(journal, **composition)
     for _ in range(3):
         _rollout(teacher)
-    restarted = _teacher(journal, composition="advanced")
+    restarted = _teacher(journal, **composition)
     assert _privacy_stats(restarted) == _privacy_stats(teacher)
     assert restarted.stats()["k"] == 12.5  # k₀·c² after three rollouts: the schedule continues
     assert restarted.stats()["replayed_releases"] == 3 * BATCH
@@ -245,10 +285,10 @@ def test_restore_without_the_checkpoints_journal_names_it(
 
 def test_budget_refusal_holds_across_any_number_of_restarts(tmp_path: Path) -> None:
     journal = tmp_path / "kickstart_teacher.jsonl"
-    probe = DirichletTeacher(_module(), _settings())
+    probe = DirichletTeacher(_module(), _settings(**BASIC))
     epsilon, _ = probe.release_privacy(50.0)
     budget = 2.5 * BATCH * epsilon  # two rollouts fit, the third does not
-    settings = {"vanishing_coefficient": 1.0, "epsilon_budget": budget}
+    settings = {"vanishing_coefficient": 1.0, "epsilon_budget": budget, **BASIC}
     answered = 0
     for restart in range(4):
         teacher = _teacher(journal, **settings)  # killed and restarted from scratch each time
@@ -318,6 +358,9 @@ def _experiment(teacher: Path, budget: float) -> dict[str, Any]:
                 "teacher_tau": 0.001,
                 "teacher_vanishing_coefficient": 1.0,
                 "teacher_epsilon_budget": budget,
+                # The test's budget arithmetic is n·ε (Theorem 1 per release).
+                "teacher_composition": "basic",
+                "teacher_delta_budget": 1.0,
                 "teacher_delta_samples": DELTA_SAMPLES,
                 "train_batch_size_per_learner": BATCH,
                 "minibatch_size": BATCH,
@@ -338,7 +381,7 @@ def _released(records: list[dict[str, Any]]) -> int:
 def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     teacher_dir = tmp_path / "teacher_module"
     _module().save_to_path(str(teacher_dir))
-    epsilon, _ = DirichletTeacher(_module(), _settings()).release_privacy(50.0)
+    epsilon, _ = DirichletTeacher(_module(), _settings(**BASIC)).release_privacy(50.0)
     rollouts = 9  # the budget lasts 9 rollouts of BATCH states, across the kill
     budget = (rollouts + 0.5) * BATCH * epsilon
     cycle = kill_past_checkpoint_then_resume(

@@ -86,12 +86,18 @@ def test_teacher_is_asked_once_per_collected_sample(teacher_checkpoint: Path) ->
 
 
 def test_budget_stops_the_teacher_and_masks_the_loss(teacher_checkpoint: Path) -> None:
-    settings = TeacherSettings(k=50.0, eta=0.1, tau=1e-3, vanishing_coefficient=1.0)
+    # Basic composition: the budget arithmetic is n·ε of Theorem 1.
+    basic = {"composition": "basic", "delta_budget": 1.0}
+    settings = TeacherSettings(k=50.0, eta=0.1, tau=1e-3, vanishing_coefficient=1.0, **basic)
     teacher = DirichletTeacher.from_checkpoint(str(teacher_checkpoint), settings)
     epsilon, _ = teacher.release_privacy(50.0)
     budget = 1.5 * BATCH * epsilon  # one rollout fits, two do not
     config = _student(
-        teacher_checkpoint, teacher_vanishing_coefficient=1.0, teacher_epsilon_budget=budget
+        teacher_checkpoint,
+        teacher_vanishing_coefficient=1.0,
+        teacher_epsilon_budget=budget,
+        teacher_composition="basic",
+        teacher_delta_budget=1.0,
     )
     algo = config.build_algo()
     try:

@@ -15,6 +15,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
+from rllib_privacy.accounting import DEFAULT_ORDERS, TeacherLedger, dirichlet_rdp, rdp_to_epsilon
 from rllib_privacy.accounting.dirichlet import dirichlet_epsilon
 from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
@@ -67,8 +68,13 @@ def _obs(n: int, seed: int = 1) -> np.ndarray:
 # ---- teacher -------------------------------------------------------------------------
 
 
+#: Basic composition of Theorem 1's per-release (ε, δ), with no δ limit: for tests whose
+#: budget arithmetic is n·ε.
+BASIC = {"composition": "basic", "delta_budget": 1.0}
+
+
 def test_teacher_answers_on_the_simplex_and_records_one_release_per_state() -> None:
-    teacher = DirichletTeacher(_module(), _settings())
+    teacher = DirichletTeacher(_module(), _settings(**BASIC))
     teacher.start_rollout(expected_states=50)
     answer = teacher.answer(_obs(50))
     assert answer.answered and answer.k == 20.0
@@ -80,6 +86,40 @@ def test_teacher_answers_on_the_simplex_and_records_one_release_per_state() -> N
     assert stats["releases"] == 50 and stats["answered"] == 50
     assert stats["epsilon_spent"] == pytest.approx(50 * epsilon)
     assert stats["delta_spent"] == pytest.approx(50 * delta)
+
+
+def test_default_rdp_teacher_reports_the_rdp_epsilon_at_the_delta_budget() -> None:
+    settings = _settings()
+    assert (settings.composition, settings.delta_budget) == ("rdp", 1e-5)
+    teacher = DirichletTeacher(_module(), settings)
+    assert teacher.radius == pytest.approx(teacher.restricted_lipschitz * 0.01)
+    teacher.start_rollout(expected_states=50)
+    assert teacher.answer(_obs(50)).answered
+    one = dirichlet_rdp(DEFAULT_ORDERS, k=20.0, eta=0.1, radius=teacher.radius, num_actions=2)
+    stats = teacher.stats()
+    assert stats["releases"] == 50 and stats["delta_spent"] == 1e-5
+    assert stats["epsilon_spent"] == pytest.approx(
+        rdp_to_epsilon(DEFAULT_ORDERS, 50 * one, 1e-5), rel=1e-12
+    )
+    state = teacher.get_state()["ledger"]
+    assert state["composition"] == "rdp"
+    assert state["rdp_releases"] == [[20.0, 0.1, teacher.radius, 2, 50]]
+
+
+def test_rdp_budget_stops_the_next_rollout() -> None:
+    teacher = DirichletTeacher(_module(), _settings(vanishing_coefficient=1.0))
+    # Room for exactly 30 releases at k = 20 under RDP.
+    probe = TeacherLedger(epsilon_budget=math.inf, delta_budget=1e-5, composition="rdp")
+    probe.record(k=20.0, eta=0.1, radius=teacher.radius, num_actions=2, count=30)
+    teacher = DirichletTeacher(
+        _module(),
+        _settings(vanishing_coefficient=1.0, epsilon_budget=probe.epsilon_spent),
+    )
+    assert teacher.start_rollout(expected_states=20)["sharing"] == 1.0
+    assert teacher.answer(_obs(20)).answered
+    assert teacher.start_rollout(expected_states=20)["sharing"] == 0.0
+    assert teacher.stats()["releases"] == 20
+    assert 0 < teacher.stats()["epsilon_spent"] < probe.epsilon_spent
 
 
 def test_teacher_epsilon_is_eq12_with_the_restricted_lipschitz_constant() -> None:
@@ -129,11 +169,11 @@ def test_k_decays_by_the_vanishing_coefficient_per_rollout() -> None:
 
 
 def test_budget_stops_answers_for_good() -> None:
-    probe = DirichletTeacher(_module(), _settings())
+    probe = DirichletTeacher(_module(), _settings(**BASIC))
     epsilon, _ = probe.release_privacy(20.0)
     # Room for exactly 30 releases at k = 20 (k constant: c = 1).
     teacher = DirichletTeacher(
-        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=30.5 * epsilon)
+        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=30.5 * epsilon, **BASIC)
     )
     assert teacher.start_rollout(expected_states=20)["sharing"] == 1.0
     assert teacher.answer(_obs(20)).answered
@@ -151,10 +191,10 @@ def test_budget_stops_answers_for_good() -> None:
 
 
 def test_a_request_larger_than_the_rest_of_the_budget_is_refused_whole() -> None:
-    probe = DirichletTeacher(_module(), _settings())
+    probe = DirichletTeacher(_module(), _settings(**BASIC))
     epsilon, _ = probe.release_privacy(20.0)
     teacher = DirichletTeacher(
-        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=10.5 * epsilon)
+        _module(), _settings(vanishing_coefficient=1.0, epsilon_budget=10.5 * epsilon, **BASIC)
     )
     teacher.start_rollout(expected_states=5)
     assert not teacher.answer(_obs(11)).answered
@@ -205,7 +245,8 @@ def test_teacher_client_calls_an_in_process_teacher() -> None:
         ({"mechanism": "gaussian"}, "teacher_mechanism"),
         ({"delta_budget": 2.0}, "teacher_delta_budget"),
         ({"epsilon_budget": float("nan")}, "teacher_epsilon_budget"),
-        ({"composition": "rdp"}, "teacher_composition"),
+        ({"composition": "moments"}, "teacher_composition"),
+        ({"delta_budget": 1.0}, "teacher_delta_budget"),  # rdp converts at δ < 1
         ({"delta_samples": 10}, "teacher_delta_samples"),
     ],
 )
@@ -466,3 +507,54 @@ def test_student_yamls_validate_with_a_matching_teacher_and_reject_another(
     _validate("kickstart_dirichlet_airraid.yaml", airraid_teacher)
     with pytest.raises(PrivacyConfigError, match="was trained with observation space"):
         _validate("kickstart_dirichlet_airraid.yaml", cartpole_teacher)
+
+
+# ---- config: composition and δ budget --------------------------------------------------
+
+
+def test_config_defaults_to_rdp_composition_at_delta_1e_5() -> None:
+    from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
+
+    config = KickstartPPOConfig()
+    assert (config.teacher_composition, config.teacher_delta_budget) == ("rdp", 1e-5)
+    settings = config.teacher_settings()
+    assert (settings.composition, settings.delta_budget) == ("rdp", 1e-5)
+    with pytest.raises(PrivacyConfigError, match="teacher_composition.*'moments'"):
+        KickstartPPOConfig().teacher(teacher_composition="moments").teacher_settings()
+
+
+def _cartpole_teacher_config(tmp_path: Path, **teacher: Any) -> Any:
+    from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
+
+    env = gym.make("CartPole-v1")
+    torch.manual_seed(0)
+    spec = PPOConfig().get_default_rl_module_spec()
+    spec.observation_space, spec.action_space = env.observation_space, env.action_space
+    spec.model_config = DefaultModelConfig(fcnet_hiddens=[8])
+    module_dir = tmp_path / "teacher_module"
+    spec.build().save_to_path(str(module_dir))
+    values = {"teacher_k": 5.0, "teacher_eta": 0.1, "teacher_tau": 1e-3, **teacher}
+    return (
+        KickstartPPOConfig()
+        .environment("CartPole-v1")
+        .teacher(teacher_checkpoint=str(module_dir), teacher_delta_samples=1000, **values)
+    )
+
+
+def test_per_release_delta_at_or_above_the_delta_budget_is_a_config_error(
+    tmp_path: Path,
+) -> None:
+    config = _cartpole_teacher_config(tmp_path, teacher_composition="basic")
+    delta = config.teacher_settings().release_delta(5.0, 2, rollout=1)
+    assert 1e-5 < delta < 0.5  # the default budget 1e-5 cannot afford one release
+    with pytest.raises(PrivacyConfigError, match="teacher_delta_budget") as caught:
+        config.validate_kickstart_settings()
+    assert f"{delta:.3g}" in str(caught.value) and "per-release delta" in str(caught.value)
+    # At exactly the release's δ it is still refused (nothing could be answered) ...
+    with pytest.raises(PrivacyConfigError, match="teacher_delta_budget"):
+        config.teacher(teacher_delta_budget=delta).validate_kickstart_settings()
+    # ... above it, and under rdp (no per-release δ), it is accepted.
+    config.teacher(teacher_delta_budget=min(1.0, 2 * delta)).validate_kickstart_settings()
+    config.teacher(
+        teacher_composition="rdp", teacher_delta_budget=1e-5
+    ).validate_kickstart_settings()

@@ -168,9 +168,14 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
             teacher_lipschitz: L of the teacher network; ``None`` = the product of its
                 layers' spectral norms.
             teacher_epsilon_budget: Stop answering before ε would exceed this.
-            teacher_delta_budget: Stop answering before δ would exceed this.
+            teacher_delta_budget: Stop answering before δ would exceed this (default 1e-5).
+                With ``rdp`` composition, the δ at which ε is reported and budgeted (below
+                1); with ``basic``/``advanced``, one release's δ at ``teacher_k`` must be
+                below it (checked before Ray starts).
             teacher_min_k: Stop answering once k falls below this.
-            teacher_composition: How the ledger composes releases (``basic`` or ``advanced``).
+            teacher_composition: How the ledger composes releases: ``rdp`` (default; Rényi
+                DP of the Dirichlet mechanism), ``basic`` or ``advanced`` (of the
+                per-release (ε, δ) of Theorem 1).
             teacher_delta_samples: Monte Carlo samples of δ per k.
             teacher_delta_confidence: Confidence of δ's upper bound.
             teacher_seed: Seed of the teacher's noise (``None`` = fresh entropy).
@@ -266,6 +271,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
             # η < 1/m needs m; otherwise the teacher actor would fail inside Ray.
             if isinstance(getattr(teacher[1], "n", None), int | np.integer):
                 settings.check_num_actions(int(teacher[1].n))
+                settings.check_release_delta(int(teacher[1].n))
 
     @staticmethod
     def normalize_config_dict(config: dict[str, Any]) -> dict[str, Any]:
