@@ -150,7 +150,7 @@ class LDPGradientPrivatizerMixin:
         mechanism = self.gradient_mechanism_for_module(module_id, config)
         if mechanism is None or mechanism.name == "none" or not grads:
             return grads
-        num_learners = getattr(self.config, "num_learners", 0)  # type: ignore[attr-defined]
+        num_learners = getattr(getattr(self, "config", None), "num_learners", 0) or 0
         if num_learners > 1:
             # DDP all-reduces the raw gradients in backward(); every learner would then noise
             # the same average with its own noise, and the model copies would drift apart.
