@@ -14,19 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cli_helpers import run_rllib
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
-    # Defined here, not imported from tests/e2e: tests/plugins must import this module alone.
-    return subprocess.run(
-        [sys.executable, "-m", "rllib_privacy.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+_rllib = run_rllib
 
 
 def _train_args(experiment: Path, storage: Path) -> list[str]:
