@@ -6,6 +6,7 @@ tests in any layer folder import it without depending on collection order.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,17 @@ def run_rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
         text=True,
         timeout=timeout,
     )
+
+
+def train_one_iteration(
+    path: str | Path, storage: Path, config: dict, *, num_samples: int | None = None
+) -> subprocess.CompletedProcess:
+    """``rllib train -f PATH`` for one iteration with ``--config CONFIG``, 2 CPUs, into STORAGE."""
+    args = ["train", "-f", str(path), "--stop", json.dumps({"training_iteration": 1})]
+    args += ["--config", json.dumps(config)]
+    if num_samples is not None:
+        args += ["--num-samples", str(num_samples)]
+    return run_rllib(*args, "--storage-path", str(storage), "--ray-num-cpus", "2")
 
 
 def scalar_tags(storage: Path) -> set[str]:

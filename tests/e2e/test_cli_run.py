@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import run_rllib, scalar_tags
+from cli_helpers import run_rllib, scalar_tags, train_one_iteration
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "tuned_configs").glob("*.yaml"))
@@ -87,21 +87,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
 )
 @pytest.mark.slow
 def test_other_shipped_yamls_run_one_iteration(path: str, overrides: dict, tmp_path: Path) -> None:
-    result = _rllib(
-        "train",
-        "-f",
-        path,
-        "--stop",
-        json.dumps({"training_iteration": 1}),
-        "--config",
-        json.dumps(overrides),
-        "--num-samples",
-        "1",
-        "--storage-path",
-        str(tmp_path),
-        "--ray-num-cpus",
-        "2",
-    )
+    result = train_one_iteration(path, tmp_path, overrides, num_samples=1)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "ray/tune/privacy/epsilon_spent" in _scalar_tags(tmp_path)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import run_rllib as _rllib
 from cli_helpers import scalar_tags as _scalar_tags
+from cli_helpers import train_one_iteration
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {
@@ -30,19 +30,7 @@ def _evaluate(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]
 
 
 def _train(path: str, storage: Path, env_config: dict) -> subprocess.CompletedProcess:
-    return _rllib(
-        "train",
-        "-f",
-        path,
-        "--stop",
-        json.dumps({"training_iteration": 1}),
-        "--config",
-        json.dumps({**TINY, "env_config": env_config}),
-        "--storage-path",
-        str(storage),
-        "--ray-num-cpus",
-        "2",
-    )
+    return train_one_iteration(path, storage, {**TINY, "env_config": env_config})
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from cli_helpers import run_rllib, scalar_tags
+from cli_helpers import scalar_tags, train_one_iteration
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core import DEFAULT_MODULE_ID
@@ -242,19 +242,7 @@ def test_one_iteration_reports_top_level_epsilon_and_a_restore_continues_it(
 @pytest.mark.ray
 @pytest.mark.slow
 def test_shipped_yaml_runs_one_iteration_through_rllib_train(tmp_path: Path) -> None:
-    result = run_rllib(
-        "train",
-        "-f",
-        YAML,
-        "--stop",
-        json.dumps({"training_iteration": 1}),
-        "--config",
-        json.dumps(TINY),
-        "--storage-path",
-        str(tmp_path),
-        "--ray-num-cpus",
-        "2",
-    )
+    result = train_one_iteration(YAML, tmp_path, TINY)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     tags = scalar_tags(tmp_path)
     for tag in ("privacy/epsilon_spent", "privacy/releases", "epsilon_spent", "releases"):

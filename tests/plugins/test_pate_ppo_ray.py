@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import ray
-from cli_helpers import run_rllib as _rllib
 from cli_helpers import scalar_tags as _scalar_tags
+from cli_helpers import train_one_iteration
 from ray.rllib.utils.metrics import LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from test_pate_ppo_units import save_teacher
 
@@ -119,21 +119,7 @@ def test_labeler_actor_rejects_a_teacher_for_another_env(
 
 
 def _one_iteration(path: str, storage: Path, config: dict) -> subprocess.CompletedProcess:
-    return _rllib(
-        "train",
-        "-f",
-        path,
-        "--stop",
-        json.dumps({"training_iteration": 1}),
-        "--config",
-        json.dumps(config),
-        "--num-samples",
-        "1",
-        "--storage-path",
-        str(storage),
-        "--ray-num-cpus",
-        "2",
-    )
+    return train_one_iteration(path, storage, config, num_samples=1)
 
 
 @pytest.mark.ray
