@@ -5,16 +5,22 @@ Restores the RLModule of a checkpoint written by ``rllib train -f tuned_configs/
 instance of the data greedily (dataset order), and reports:
 
 - every instance's exact pDP loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`)
-  against ε, and the number of violations;
-- KL(data ‖ output) for the policy's scales, for uniform Laplace at Δf/ε, and for the best
-  single scale of the action set that satisfies pDP for every instance (the analytic
-  baseline), with the ratios to uniform Laplace;
+  under the policy's scales against ε, and the number of violations;
+- the released assignment: the policy's scales after the repair step
+  (:func:`rllib_privacy.accounting.ilm_scales.repair_scales`, which widens scales until
+  every instance is within ε) and how many instances it widened;
+- KL(data ‖ output) for the policy's scales before and after the repair, for uniform
+  Laplace at Δf/ε, for the best single scale of the action set that satisfies pDP for
+  every instance, and for the greedy per-instance assignment over the action set
+  (:func:`rllib_privacy.accounting.ilm_scales.greedy_scales`), with the ratios to uniform
+  Laplace;
 - the chosen-scale histogram,
 
 as a table on stdout, ``ilm_evaluation.json`` and ``ilm_evaluation.png`` in the output
 directory. The data is a CSV file (``--data``), else a bundled dataset (``--dataset``,
 default: the diabetes ages that ``tuned_configs/ilm_dqn.yaml`` trains on). Exit codes: 0
-every instance within ε, 1 some instance over ε, 2 bad input.
+the policy's own scales keep every instance within ε, 1 some instance is over ε under
+them (the released, repaired scales never are), 2 bad input.
 """
 
 from __future__ import annotations
@@ -65,12 +71,18 @@ class ILMEvaluation:
         action_scales: The action set's scales.
         scales: The scale chosen for every instance.
         losses: Every instance's exact pDP loss under ``scales``.
+        released_scales: ``scales`` after the repair step (every instance within ε).
+        repaired_instances: How many instances the repair widened.
+        released_violations: Instances over ε under ``released_scales`` (checked again).
         kl_policy: KL divergence for the policy's scales.
+        kl_released: KL divergence for the released (repaired) scales.
         kl_laplace: KL divergence for uniform Laplace at Δf/ε.
         best_single_action: Index of the best pDP-satisfying single scale, or None.
         kl_best_single: Its KL divergence (inf when no single scale satisfies pDP).
+        kl_greedy: KL divergence of the greedy assignment over the action set.
         action_counts: How many instances got each action.
-        pmfs: ``data``, ``policy``, ``laplace`` and ``best_single`` output PMFs on the bins.
+        pmfs: ``data``, ``policy``, ``released``, ``laplace``, ``best_single`` and
+            ``greedy`` output PMFs on the bins.
         edges: The shared bin edges.
 
     """
@@ -81,10 +93,15 @@ class ILMEvaluation:
     action_scales: np.ndarray
     scales: np.ndarray
     losses: np.ndarray
+    released_scales: np.ndarray
+    repaired_instances: int
+    released_violations: int
     kl_policy: float
+    kl_released: float
     kl_laplace: float
     best_single_action: int | None
     kl_best_single: float
+    kl_greedy: float
     action_counts: np.ndarray
     pmfs: dict[str, np.ndarray]
     edges: np.ndarray
@@ -107,6 +124,12 @@ class ILMEvaluation:
             "kl_policy": self.kl_policy,
             "kl_laplace": self.kl_laplace,
             "kl_ratio_policy": self.kl_policy / self.kl_laplace,
+            "repaired_instances": self.repaired_instances,
+            "pdp_violations_released": self.released_violations,
+            "kl_released": self.kl_released,
+            "kl_ratio_released": self.kl_released / self.kl_laplace,
+            "kl_greedy": self.kl_greedy,
+            "kl_ratio_greedy": self.kl_greedy / self.kl_laplace,
             "best_single_action": self.best_single_action,
             "best_single_scale": (
                 None
@@ -184,7 +207,7 @@ def evaluate(
     column: str | None = None,
     bins: int | None = None,
     pe_dim: int = 16,
-    actions: tuple[Any, ...] | None = None,
+    actions: tuple[Any, ...] | str | None = None,
 ) -> ILMEvaluation:
     """Evaluate a restored module on a CSV dataset or a bundled one (see the module docstring).
 
@@ -196,7 +219,8 @@ def evaluate(
         column: Column of the data (None: the only column, or the dataset's default).
         bins: Shared bins (None: from the module's observation size).
         pe_dim: Positional encoding length.
-        actions: The action set (None: the paper's five scales).
+        actions: The action set (None: the paper's five scales; ``"geometric:N"`` as in the
+            env's ``actions`` key).
 
     Raises:
         PrivacyConfigError: Bad data/arguments, or a module whose observation or action
@@ -216,7 +240,7 @@ def evaluate(
             "epsilon": epsilon,
             "bins": bins,
             "pe_dim": pe_dim,
-            "actions": list(PAPER_ACTIONS if actions is None else actions),
+            "actions": (actions if isinstance(actions, str) else list(actions or PAPER_ACTIONS)),
             "shuffle": False,
         }
     )
@@ -236,21 +260,33 @@ def evaluate(
 
 
 def assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
-    """Check a scale set on the env's data: pDP, KLs, best single scale, histogram."""
+    """Check a scale set on the env's data: pDP, repair, KLs, baselines, histogram."""
+    from rllib_privacy.accounting.ilm_scales import (
+        best_single_scale,
+        greedy_scales,
+        pdp_violations,
+        repair_scales,
+    )
     from rllib_privacy.accounting.pdp import instance_privacy_losses
     from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
 
     losses = instance_privacy_losses(env.values, scales)
-    policy_pmf = privatized_pmf(env.values, scales, env.edges)
-    laplace_pmf = privatized_pmf(env.values, env.uniform_scale, env.edges)
-    best, best_kl, best_pmf = None, float("inf"), np.full(env.edges.size - 1, np.nan)
-    for action, scale in enumerate(env.action_scales):
-        uniform = np.full(env.n, scale)
-        if np.all(instance_privacy_losses(env.values, uniform) <= env.epsilon):
-            pmf = privatized_pmf(env.values, uniform, env.edges)
-            kl = kl_divergence(env.data_pmf, pmf)
-            if kl < best_kl:
-                best, best_kl, best_pmf = action, kl, pmf
+    repair = repair_scales(env.values, scales, env.epsilon, losses=losses)
+    pmfs = {"data": env.data_pmf}
+    for key, assignment in (
+        ("policy", scales),
+        ("released", repair.scales),
+        ("laplace", np.full(env.n, env.uniform_scale)),
+    ):
+        pmfs[key] = privatized_pmf(env.values, assignment, env.edges)
+    best = best_single_scale(env.values, env.epsilon, env.action_scales, env.edges)
+    pmfs["best_single"] = (
+        np.full(env.edges.size - 1, np.nan)
+        if best.scale is None
+        else privatized_pmf(env.values, np.full(env.n, best.scale), env.edges)
+    )
+    greedy = greedy_scales(env.values, env.epsilon, env.action_scales, env.edges)
+    pmfs["greedy"] = privatized_pmf(env.values, greedy.scales, env.edges)
     counts = np.array([np.count_nonzero(scales == s) for s in env.action_scales])
     return ILMEvaluation(
         n=env.n,
@@ -259,17 +295,17 @@ def assess(env: InstanceWiseLaplaceEnv, scales: np.ndarray) -> ILMEvaluation:
         action_scales=env.action_scales.copy(),
         scales=scales,
         losses=losses,
-        kl_policy=kl_divergence(env.data_pmf, policy_pmf),
-        kl_laplace=kl_divergence(env.data_pmf, laplace_pmf),
-        best_single_action=best,
-        kl_best_single=best_kl,
+        released_scales=repair.scales,
+        repaired_instances=repair.num_widened,
+        released_violations=pdp_violations(env.values, repair.scales, env.epsilon),
+        kl_policy=kl_divergence(env.data_pmf, pmfs["policy"]),
+        kl_released=kl_divergence(env.data_pmf, pmfs["released"]),
+        kl_laplace=kl_divergence(env.data_pmf, pmfs["laplace"]),
+        best_single_action=best.index,
+        kl_best_single=best.kl,
+        kl_greedy=greedy.kl,
         action_counts=counts,
-        pmfs={
-            "data": env.data_pmf,
-            "policy": policy_pmf,
-            "laplace": laplace_pmf,
-            "best_single": best_pmf,
-        },
+        pmfs=pmfs,
         edges=env.edges,
     )
 
@@ -285,7 +321,11 @@ def format_table(result: ILMEvaluation) -> str:
         f"{'mechanism':<34}{'KL(data||output)':>18}{'ratio to Laplace':>18}",
         f"{'policy (per-instance scales)':<34}{result.kl_policy:>18.4f}"
         f"{result.kl_policy / result.kl_laplace:>18.3f}",
+        f"{'released (repaired: ' + str(result.repaired_instances) + ' widened)':<34}"
+        f"{result.kl_released:>18.4f}{result.kl_released / result.kl_laplace:>18.3f}",
         f"{'uniform Laplace Δf/ε':<34}{result.kl_laplace:>18.4f}{1.0:>18.3f}",
+        f"{'greedy per-instance (action set)':<34}{result.kl_greedy:>18.4f}"
+        f"{result.kl_greedy / result.kl_laplace:>18.3f}",
     ]
     if result.best_single_action is None:
         lines.append(f"{'best single scale (none pDP-ok)':<34}{'-':>18}{'-':>18}")
@@ -316,8 +356,10 @@ def plot(result: ILMEvaluation, path: str | os.PathLike[str]) -> None:
     for key, label in (
         ("data", "data"),
         ("policy", f"policy (KL {result.kl_policy:.3f})"),
+        ("released", f"released, repaired (KL {result.kl_released:.3f})"),
         ("laplace", f"uniform Laplace (KL {result.kl_laplace:.3f})"),
         ("best_single", f"best single scale (KL {result.kl_best_single:.3f})"),
+        ("greedy", f"greedy per-instance (KL {result.kl_greedy:.3f})"),
     ):
         if np.all(np.isfinite(result.pmfs[key])):
             left.step(centers, result.pmfs[key], where="mid", label=label)
@@ -363,11 +405,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pe-dim", type=int, default=16, metavar="N", help="positional encoding length (16)"
     )
     parser.add_argument(
+        "--actions",
+        metavar="SET",
+        help='the action set the policy was trained with: "geometric:N", or comma-separated '
+        'entries (a number × Δf, or "K/eps"); default: the paper\'s five scales',
+    )
+    parser.add_argument(
         "--output-dir",
         default="ilm_evaluation",
         metavar="DIR",
         help="where ilm_evaluation.json and ilm_evaluation.png go (default: ./ilm_evaluation)",
     )
+
+
+def parse_actions(text: str | None) -> tuple[Any, ...] | str | None:
+    """``--actions``: None, ``"geometric:N"`` as is, else comma-separated entries."""
+    if text is None or text.strip().startswith("geometric"):
+        return text
+    entries: list[Any] = []
+    for entry in text.split(","):
+        try:
+            entries.append(float(entry))
+        except ValueError:
+            entries.append(entry.strip())
+    return tuple(entries)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -385,6 +446,7 @@ def run(args: argparse.Namespace) -> int:
         column=args.column,
         bins=args.bins,
         pe_dim=args.pe_dim,
+        actions=parse_actions(args.actions),
     )
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

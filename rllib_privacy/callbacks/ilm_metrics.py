@@ -3,7 +3,9 @@
 Use with any algorithm on ``rllib_privacy/InstanceWiseLaplace-v0`` (YAML:
 ``callbacks_class: rllib_privacy.callbacks.ILMMetricsCallback``). At the end of every
 episode it logs the final scale set's KL ratio (DQN scales vs uniform Laplace), the number
-of instances whose exact pDP loss exceeds ε, the pass rate and the largest loss;
+of instances whose exact pDP loss exceeds ε, the pass rate and the largest loss (all of the
+policy's own scales), and for the released assignment (after the repair step that widens
+violating instances' scales) its KL ratio and how many instances the repair widened;
 after every iteration it copies their means to the top-level ``ilm/...`` result keys, first
 in the result, so that Tune's table and TensorBoard (``ray/tune/ilm/...``) show them.
 """
@@ -23,6 +25,8 @@ _EPISODE_METRICS = {
     "pdp_violations": keys.ILM_PDP_VIOLATIONS,
     "pdp_pass_rate": keys.ILM_PDP_PASS_RATE,
     "max_loss": keys.ILM_MAX_LOSS,
+    "kl_ratio_repaired": keys.ILM_KL_RATIO_REPAIRED,
+    "repaired_instances": keys.ILM_REPAIRED_INSTANCES,
 }
 
 #: Episodes averaged per metric (RLlib's usual episode window).

@@ -12,7 +12,9 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
   bins, see :mod:`rllib_privacy.mechanisms.instance_laplace`) of all query outputs under
   the current scale set.
 - **Actions**: the paper's five scales ``b ∈ {3Δf/ε, 2Δf/ε, Δf/2, 0.01Δf/2, 0.001Δf/2}``
-  (configurable, ``actions``), with ``Δf = max(D) - min(D)``.
+  (configurable, ``actions``), with ``Δf = max(D) - min(D)``; ``actions: "geometric:N"`` is
+  a finer set of N scales spaced geometrically from ``0.0005·Δf`` to ``Δf/ε``
+  (:func:`rllib_privacy.accounting.ilm_scales.geometric_scales`).
 - **Reward** ``R = R_E + R_U``. ``R_U = 1 - KL_DRL/KL_LAP`` if ``KL_DRL < KL_LAP`` else -1,
   where ``KL_DRL`` is the KL divergence between the data's PMF and the output PMF under
   the current scale set, and ``KL_LAP`` the same under uniform Laplace at ``Δf/ε``.
@@ -27,8 +29,16 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
   terminal check sees it): ``R_E = +1`` if all are within ε, else ``-k`` for the k
   instances over ε (each violated constraint scores its -1).
 
+**Release.** Whatever the policy chose, the assignment that is released goes through
+:func:`rllib_privacy.accounting.ilm_scales.repair_scales` (it widens scales until every
+instance is within ε): :meth:`InstanceWiseLaplaceEnv.release` and the episode summary use
+the repaired scales. The reward is computed on the policy's own scales (the repair is not
+part of the MDP: the agent should learn not to need it).
+
 ``info`` carries ``loss``, ``kl``, ``kl_ratio`` every step, and at the end also
-``pdp_violations``, ``pdp_pass_rate``, ``max_loss`` and ``scales``.
+``pdp_violations``, ``pdp_pass_rate``, ``max_loss`` (the policy's scales), ``scales`` (the
+released, repaired ones), ``policy_scales``, ``repaired_instances`` (how many the repair
+widened) and ``kl_ratio_repaired``.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy._validation import did_you_mean
+from rllib_privacy.accounting.ilm_scales import geometric_scales, repair_scales
 from rllib_privacy.accounting.pdp import instance_privacy_losses
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.instance_laplace import (
@@ -54,6 +65,7 @@ from rllib_privacy.mechanisms.instance_laplace import (
     instance_laplace,
     kl_divergence,
     laplace_bin_masses,
+    privatized_pmf,
 )
 
 #: The paper's action set: numbers are multiples of Δf, "K/eps" strings are K·Δf/ε.
@@ -69,6 +81,7 @@ BUNDLED_DATASETS: dict[str, str] = {
 PE_POSITIONS = 1000.0
 
 _ACTION_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*/\s*eps\s*$")
+_GEOMETRIC_PATTERN = re.compile(r"^\s*geometric\s*:\s*([0-9]+)\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +96,8 @@ class ILMSettings:
             only column of a one-column CSV.
         epsilon: Target ε of every instance's pDP.
         bins: Number of shared bins for the PMFs and the KL divergence.
-        actions: Scale choices: numbers are multiples of Δf, ``"K/eps"`` is ``K·Δf/ε``.
+        actions: Scale choices: numbers are multiples of Δf, ``"K/eps"`` is ``K·Δf/ε``; or
+            the string ``"geometric:N"`` (N >= 2 scales from ``0.0005·Δf`` to ``Δf/ε``).
         pe_dim: Length of the positional encoding (even).
         shuffle: Visit instances in a fresh random order per episode (else dataset order).
         max_instances: Keep a fixed random subset of this many instances (None: all).
@@ -101,7 +115,7 @@ class ILMSettings:
     column: str | None = None
     epsilon: float = 0.011
     bins: int = 50
-    actions: tuple[float | str, ...] = PAPER_ACTIONS
+    actions: tuple[float | str, ...] | str = PAPER_ACTIONS
     pe_dim: int = 16
     shuffle: bool = True
     max_instances: int | None = None
@@ -172,11 +186,37 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
     if settings.unassigned not in UNASSIGNED_RULES:
         raise _key_error("unassigned", f"one of {list(UNASSIGNED_RULES)}", settings.unassigned)
     actions = settings.actions
-    if isinstance(actions, str | bytes) or not isinstance(actions, Sequence) or len(actions) < 2:
-        raise _key_error("actions", "a list of at least 2 scales", actions)
+    if isinstance(actions, str):
+        geometric_count(actions)
+        return dataclasses.replace(settings, epsilon=float(epsilon))
+    if isinstance(actions, bytes) or not isinstance(actions, Sequence) or len(actions) < 2:
+        raise _key_error(
+            "actions", 'a list of at least 2 scales or "geometric:N" (N >= 2)', actions
+        )
     for action in actions:
         action_multiplier(action, 1.0)
     return dataclasses.replace(settings, epsilon=float(epsilon), actions=tuple(actions))
+
+
+def geometric_count(actions: str) -> int:
+    """N of an ``actions: "geometric:N"`` setting (N >= 2)."""
+    match = _GEOMETRIC_PATTERN.match(actions)
+    if not match or int(match.group(1)) < 2:
+        raise _key_error(
+            "actions", 'a list of at least 2 scales or "geometric:N" (N >= 2)', actions
+        )
+    return int(match.group(1))
+
+
+def action_scales(settings: ILMSettings, delta_f: float) -> np.ndarray:
+    """The scales of the ``actions`` setting for data of range ``delta_f``."""
+    if isinstance(settings.actions, str):
+        try:
+            return geometric_scales(delta_f, settings.epsilon, geometric_count(settings.actions))
+        except ValueError as e:  # ε ≥ 2000: the smallest scale would exceed Δf/ε
+            allowed = f"a scale set that fits ε ({e})"
+            raise _key_error("actions", allowed, settings.actions) from None
+    return np.array([action_multiplier(a, settings.epsilon) * delta_f for a in settings.actions])
 
 
 def action_multiplier(action: Any, epsilon: float) -> float:
@@ -324,9 +364,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self.delta_f = float(np.ptp(values))
         self.epsilon = settings.epsilon
         self.uniform_scale = self.delta_f / self.epsilon
-        self.action_scales = np.array(
-            [action_multiplier(a, self.epsilon) * self.delta_f for a in settings.actions]
-        )
+        self.action_scales = action_scales(settings, self.delta_f)
         self.edges = bin_edges(values, settings.bins)
         self.data_pmf = histogram_pmf(values, self.edges)
         # Bin masses per distinct value: one row per action, plus the uniform scale last.
@@ -386,10 +424,18 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self._start_assignment()
         return self._observation(), {"kl_laplace": self.kl_laplace}
 
-    def release(self, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Release the data with the current scales: ``y_i = d_i + Lap(b_i)``, one draw each.
+    def released_scales(self) -> np.ndarray:
+        """The current scales after :func:`~rllib_privacy.accounting.ilm_scales.repair_scales`.
 
-        The noise never comes from the env's (seeded) generator: ``rng`` or a fresh
+        Every instance is within ε under them; instances not assigned yet are at Δf/ε.
+        """
+        return repair_scales(self.values, self.scales, self.epsilon).scales
+
+    def release(self, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Release the data with :meth:`released_scales`: ``y_i = d_i + Lap(b_i)``, one draw each.
+
+        The scales are the current ones after the repair step, so every instance is within
+        ε. The noise never comes from the env's (seeded) generator: ``rng`` or a fresh
         OS-seeded one, or OpenDP's sampler with the ``secure_mode`` env_config key.
 
         Args:
@@ -400,7 +446,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
 
         """
         return instance_laplace(
-            self.values, self.scales, rng=rng, secure_mode=self.settings.secure_mode
+            self.values, self.released_scales(), rng=rng, secure_mode=self.settings.secure_mode
         )
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -426,12 +472,21 @@ class InstanceWiseLaplaceEnv(gym.Env):
             # Every instance still over ε at the end costs its -1 once more; a single -1
             # would let a policy trade a few violations for many cheap utility rewards.
             reward_e = 1.0 if violations == 0 else -float(violations)
+            # The released assignment: the policy's scales, repaired (the reward above
+            # judges the policy's own scales).
+            repair = repair_scales(self.values, self.scales, self.epsilon, losses=losses)
+            repaired_pmf = self._pmf
+            if repair.num_widened:
+                repaired_pmf = privatized_pmf(self.values, repair.scales, self.edges)
             info.update(
                 loss=float(losses[index]),
                 pdp_violations=violations,
                 pdp_pass_rate=1.0 - violations / self.n,
                 max_loss=float(losses.max()),
-                scales=self.scales.copy(),
+                scales=repair.scales,
+                policy_scales=self.scales.copy(),
+                repaired_instances=repair.num_widened,
+                kl_ratio_repaired=kl_divergence(self.data_pmf, repaired_pmf) / self.kl_laplace,
             )
         else:
             checked = self.scales

@@ -61,6 +61,13 @@ KICKSTART_TEACHER_SHARING = "kickstart/teacher_sharing"
 KICKSTART_TEACHER_STOPPED_AT = "kickstart/teacher_stopped_at_iteration"
 KICKSTART_EPSILON_PER_RELEASE = "kickstart/epsilon_per_release"
 KICKSTART_DELTA_PER_RELEASE = "kickstart/delta_per_release"
+#: States sent to the teacher, served from its answer cache (free), and its cache's size.
+KICKSTART_TEACHER_ASKED = "kickstart/teacher_asked"
+KICKSTART_TEACHER_CACHED = "kickstart/teacher_cached"
+KICKSTART_TEACHER_CACHE_SIZE = "kickstart/teacher_cache_size"
+#: (ε, δ) of the same releases under basic composition of Theorem 1 (the pre-RDP accounting).
+KICKSTART_EPSILON_BASIC = "kickstart/epsilon_basic_composition"
+KICKSTART_DELTA_BASIC = "kickstart/delta_basic_composition"
 
 
 def headline_first(results: dict[str, Any], headline_keys: Iterable[str]) -> dict[str, Any]:
@@ -97,6 +104,8 @@ ILM_KL_RATIO = "ilm/kl_ratio"
 ILM_PDP_VIOLATIONS = "ilm/pdp_violations"
 ILM_PDP_PASS_RATE = "ilm/pdp_pass_rate"
 ILM_MAX_LOSS = "ilm/max_loss"
+ILM_KL_RATIO_REPAIRED = "ilm/kl_ratio_repaired"
+ILM_REPAIRED_INSTANCES = "ilm/repaired_instances"
 # exploration/... (count-based exploration, Tang et al. 2017)
 EXPLORATION_EXTRINSIC_RETURN_MEAN = "exploration/extrinsic_return_mean"
 EXPLORATION_BONUS_MEAN = "exploration/bonus_mean"

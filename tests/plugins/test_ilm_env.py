@@ -13,6 +13,7 @@ from rllib_privacy.accounting.pdp import instance_privacy_losses
 from rllib_privacy.envs import INSTANCE_LAPLACE_ENV_ID, InstanceWiseLaplaceEnv
 from rllib_privacy.envs.instance_laplace import positional_encoding
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
 
 # Actions of the paper's set, by index.
 WIDE_3, WIDE_2, HALF, SMALL, TINY = range(5)
@@ -203,3 +204,46 @@ def test_custom_actions_and_csv_column(tmp_path: Path) -> None:
         env.step(0)
     _, _, terminated, _, info = env.step(0)
     assert terminated and info["kl_ratio"] == pytest.approx(1.0)
+
+
+def test_released_scales_are_repaired_and_the_summary_counts_the_repair(tmp_path: Path) -> None:
+    # The three isolated values at a tiny scale violate pDP; the released assignment (the
+    # episode summary's `scales`, and `release()`) is the repaired one, with zero violations.
+    values = [0.0] * 10 + [3.0, 6.0, 9.0]
+    env = _env(tmp_path, values, epsilon=0.5)
+    env.reset(seed=0)
+    for action in [HALF] * 10 + [TINY] * 3:
+        _, _, terminated, _, info = env.step(action)
+    assert terminated and info["pdp_violations"] == 3
+    np.testing.assert_array_equal(info["policy_scales"], env.scales)
+    released = info["scales"]
+    assert np.all(instance_privacy_losses(values, released) <= 0.5)
+    assert np.all(released >= info["policy_scales"])
+    assert info["repaired_instances"] == np.count_nonzero(released > info["policy_scales"]) >= 3
+    kl = kl_divergence(env.data_pmf, privatized_pmf(env.values, released, env.edges))
+    assert info["kl_ratio_repaired"] == pytest.approx(kl / env.kl_laplace)
+    np.testing.assert_array_equal(env.released_scales(), released)
+    noisy = env.release(np.random.default_rng(3))
+    expected = env.values + np.random.default_rng(3).laplace(0.0, released)
+    np.testing.assert_allclose(noisy, expected)
+
+
+def test_feasible_episode_needs_no_repair(tmp_path: Path) -> None:
+    env = _env(tmp_path, [0.0] * 10 + [3.0, 6.0, 9.0], epsilon=0.5)
+    env.reset(seed=0)
+    for _ in range(13):
+        _, _, _, _, info = env.step(HALF)
+    assert info["pdp_violations"] == 0 and info["repaired_instances"] == 0
+    np.testing.assert_array_equal(info["scales"], info["policy_scales"])
+    assert info["kl_ratio_repaired"] == pytest.approx(info["kl_ratio"])
+
+
+def test_geometric_actions_span_the_smallest_paper_scale_to_uniform(tmp_path: Path) -> None:
+    env = _env(tmp_path, [0.0, 1.0, 4.0], epsilon=0.1, actions="geometric:6")
+    assert env.action_space.n == 6
+    np.testing.assert_allclose(env.action_scales, np.geomspace(0.0005 * 4.0, 40.0, 6))
+    for bad in ("geometric:1", "geometric", "linear:5"):
+        with pytest.raises(PrivacyConfigError, match="key 'actions' must be"):
+            InstanceWiseLaplaceEnv({"actions": bad})
+    with pytest.raises(PrivacyConfigError, match="key 'actions' must be a scale set that fits"):
+        InstanceWiseLaplaceEnv({"actions": "geometric:4", "epsilon": 5000.0})
