@@ -8,7 +8,9 @@ every journaled component uses the one write-ahead journal, :class:`ReplayJourna
 Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_renyi`: one release's RDP curve, exact for
 two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
 
-Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), and privacy
+Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), the Rényi-DP
+analysis of PATE 2018 (:mod:`.gnmax`: GNMax, Confident-GNMax, smooth-sensitivity release of the
+data-dependent ε; :func:`gnmax_rdp` is one answer's data-dependent bound), and privacy
 amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
 reports, Feldman, McMillan & Talwar, FOCS 2021).
 
@@ -32,6 +34,23 @@ from rllib_privacy.accounting.dirichlet_renyi import (
     dirichlet_renyi_divergence,
     rdp_to_epsilon,
 )
+from rllib_privacy.accounting.gnmax import (
+    GNMAX_ORDERS,
+    SmoothSensitivityRelease,
+    confident_gnmax_rdp,
+    gnmax_data_independent_rdp,
+    gnmax_local_sensitivities,
+    gnmax_log_q,
+    gnmax_rdp,
+    gnmax_rdp_from_log_q,
+    gnss_rdp,
+    release_data_dependent_epsilon,
+    smooth_sensitivity,
+    threshold_data_independent_rdp,
+    threshold_local_sensitivities,
+    threshold_log_pr_answered,
+    threshold_rdp,
+)
 from rllib_privacy.accounting.journal import (
     JournalNotFoundError,
     PrivacyJournal,
@@ -50,6 +69,7 @@ from rllib_privacy.accounting.pate import (
     data_independent_log_moments,
     epsilon_from_log_moments,
     gnmax_epsilon,
+    lemma4_log_q,
     lemma4_q,
     pate_epsilon,
     theorem3_max_q,
@@ -108,4 +128,20 @@ __all__ = [
     "shuffle_epsilon_closed_form",
     "theorem3_max_q",
     "uniform_laplace_loss_bound",
+    "GNMAX_ORDERS",
+    "SmoothSensitivityRelease",
+    "confident_gnmax_rdp",
+    "gnmax_data_independent_rdp",
+    "gnmax_local_sensitivities",
+    "gnmax_log_q",
+    "gnmax_rdp",
+    "gnmax_rdp_from_log_q",
+    "gnss_rdp",
+    "release_data_dependent_epsilon",
+    "smooth_sensitivity",
+    "threshold_data_independent_rdp",
+    "threshold_local_sensitivities",
+    "threshold_log_pr_answered",
+    "threshold_rdp",
+    "lemma4_log_q",
 ]

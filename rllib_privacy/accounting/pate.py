@@ -45,6 +45,7 @@ __all__ = [
     "data_independent_log_moments",
     "epsilon_from_log_moments",
     "gnmax_epsilon",
+    "lemma4_log_q",
     "lemma4_q",
     "pate_epsilon",
     "theorem3_max_q",
@@ -105,11 +106,43 @@ def theorem3_max_q(gamma: float) -> float:
     return float(np.exp(-np.logaddexp(0.0, 2.0 * gamma)))
 
 
+def lemma4_log_q(votes: Any, *, gamma: float) -> np.ndarray:
+    """``ln q`` of Lemma 4, computed in log space (q itself underflows for clear majorities).
+
+    ``ln q = logsumexp_{j≠j*} (ln(2 + γ·gap_j) − ln 4 − γ·gap_j)`` with
+    ``gap_j = n_{j*} − n_j >= 0``; ``j*`` is the first plurality class and only its own term
+    is left out (another tied class has gap 0, i.e. 1/2). Capped at 0 (q <= 1). For votes
+    [22, 2] at γ = 2, ``q ≈ 4.5e-17`` (summing the terms and subtracting the winner's 1/2,
+    as a direct formula would, rounds it to 0).
+
+    Args:
+        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)``; finite counts >= 0.
+        gamma: Inverse Laplace noise scale γ, a finite number > 0.
+
+    Returns:
+        float64 array of shape ``()`` or ``(batch,)``, entries in ``(−inf, 0]``.
+
+    Raises:
+        ValueError: For bad votes or a bad ``gamma``.
+
+    """
+    gamma = check_finite_positive("gamma", gamma)
+    array = validate_votes(votes)
+    rows = np.atleast_2d(array)
+    top = np.argmax(rows, axis=-1)
+    gaps = gamma * (rows[np.arange(len(rows)), top][:, None] - rows)
+    log_terms = np.log(2.0 + gaps) - math.log(4.0) - gaps
+    log_terms[np.arange(len(rows)), top] = -np.inf  # the winner's own term
+    log_q = np.minimum(logsumexp(log_terms, axis=-1), 0.0)
+    return log_q.reshape(array.shape[:-1])
+
+
 def lemma4_q(votes: Any, *, gamma: float) -> np.ndarray:
     """Lemma 4's upper bound on the probability that noisy max does not return the plurality.
 
     ``q = Σ_{j≠j*} (2 + γ·gap_j) / (4·exp(γ·gap_j))`` with ``gap_j = n_{j*} − n_j >= 0``,
-    capped at 1 (a probability). Ties give ``gap = 0``, i.e. 1/2 per tied class.
+    capped at 1 (a probability). Ties give ``gap = 0``, i.e. 1/2 per tied class. Computed as
+    ``exp(lemma4_log_q(...))``; the accountant works with :func:`lemma4_log_q` itself.
 
     Args:
         votes: Vote histograms, shape ``(m,)`` or ``(batch, m)``; finite counts >= 0.
@@ -122,13 +155,17 @@ def lemma4_q(votes: Any, *, gamma: float) -> np.ndarray:
         ValueError: For bad votes or a bad ``gamma``.
 
     """
-    gamma = check_finite_positive("gamma", gamma)
-    array = validate_votes(votes)
-    gaps = gamma * (array.max(axis=-1, keepdims=True) - array)
-    terms = (2.0 + gaps) / 4.0 * np.exp(-gaps)
-    # The winner's own term has gap 0 (value 1/2): remove exactly one such term per row.
-    q = terms.sum(axis=-1) - 0.5
-    return np.minimum(q, 1.0)
+    return np.exp(lemma4_log_q(votes, gamma=gamma))
+
+
+def _log_expm1(log_x: np.ndarray) -> np.ndarray:
+    """``ln(e^x − 1)`` from ``ln x`` (x > 0), accurate for tiny and large x."""
+    x = np.exp(log_x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        tiny = log_x + x / 2.0  # ln(expm1(x)/x) = x/2 + O(x²)
+        large = x + np.log1p(-np.exp(-x))
+        middle = np.log(np.expm1(x))
+    return np.where(x < 1e-8, tiny, np.where(x > 30.0, large, middle))
 
 
 def data_independent_log_moments(gamma: float, *, max_order: int = 8) -> np.ndarray:
@@ -166,23 +203,31 @@ def data_dependent_log_moments(votes: Any, *, gamma: float, max_order: int = 8) 
         ValueError: For bad votes or a bad ``gamma``/``max_order``.
 
     """
-    q = lemma4_q(votes, gamma=gamma)
+    log_q = lemma4_log_q(votes, gamma=gamma)
     independent = data_independent_log_moments(gamma, max_order=max_order)
     orders = _orders(max_order)
-    q_col = np.atleast_1d(q)[:, None]
-    valid = q_col < theorem3_max_q(gamma)
+    log_q_col = np.atleast_1d(log_q)[:, None]
+    valid = log_q_col < math.log(theorem3_max_q(gamma))
     # Only evaluate Theorem 3 where it holds (elsewhere 1 − e^{2γ}q may be <= 0).
-    safe_q = np.where(valid, q_col, 0.0)
-    log_ratio = np.log1p(-safe_q) - np.log1p(-np.exp(2.0 * gamma) * safe_q)
-    # ln((1−q)·r^l + q·e^{2γl}) as a weighted logsumexp: stable and fine with q = 0.
-    exponents = np.stack(
-        np.broadcast_arrays(orders * log_ratio, 2.0 * gamma * orders * np.ones_like(safe_q)),
-        axis=-1,
+    safe = np.where(valid, log_q_col, -1000.0)
+    # α(l) = ln(1 + S), S = (1−q)·(r^l − 1) + q·(e^{2γl} − 1), r = (1−q)/(1 − e^{2γ}q),
+    # built from ln q so that a q far below 1e-16 still gives S > 0 (no 1 + tiny rounding).
+    # ln r = ln(1 + u), u = (e^{2γ} − 1)·q/(1 − e^{2γ}q).
+    log1m_q = np.log1p(-np.exp(safe))
+    log_u = math.log(math.expm1(2.0 * gamma)) + safe - np.log1p(-np.exp(2.0 * gamma + safe))
+    u = np.exp(log_u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio_over_u = np.where(u > 0, np.log(np.log1p(u) / u), 0.0)
+    log_lr = log_u + log_ratio_over_u  # ln(ln r)
+    log_s = np.logaddexp(
+        log1m_q + _log_expm1(np.log(orders) + log_lr),
+        safe + _log_expm1(np.log(2.0 * gamma * orders)),
     )
-    weights = np.stack(np.broadcast_arrays(1.0 - safe_q, safe_q), axis=-1)
-    dependent = logsumexp(exponents, b=weights, axis=-1)
+    dependent = np.logaddexp(0.0, log_s)
+    # Where S underflows the bound is below the smallest float: charge that (still an upper bound).
+    dependent = np.maximum(dependent, np.finfo(np.float64).tiny)
     moments = np.where(valid, np.minimum(dependent, independent), independent)
-    return moments.reshape(np.shape(q) + (orders.size,))
+    return moments.reshape(np.shape(log_q) + (orders.size,))
 
 
 def epsilon_from_log_moments(log_moments: Any, *, delta: float) -> tuple[float, int]:

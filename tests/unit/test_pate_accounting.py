@@ -16,6 +16,7 @@ from rllib_privacy.accounting import (
     advanced_composition_epsilon,
     data_dependent_log_moments,
     data_independent_log_moments,
+    epsilon_from_log_moments,
     gnmax_epsilon,
     pate_epsilon,
     theorem3_max_q,
@@ -208,3 +209,36 @@ def test_gnmax_epsilon_matches_dp_accountings_gaussian_rdp(sigma: float, queries
     assert theirs_at_our_order == pytest.approx(ours.epsilon + expected_gap, rel=1e-9)
     assert theirs <= ours.epsilon
     assert gnmax_epsilon(queries, sigma=2 * sigma, delta=DELTA).epsilon < ours.epsilon
+
+
+def test_lemma4_in_log_space_keeps_a_clear_majority_positive() -> None:
+    """Votes [22, 2] at γ = 2: q ≈ 4.5e-17 (Σ terms − 1/2 rounds it to 0) and α(8) ≈ 3.5e-3."""
+    from rllib_privacy.accounting.pate import lemma4_log_q, lemma4_q
+
+    by_hand = (2 + 40.0) / (4 * math.exp(40.0))
+    assert float(lemma4_q([22, 2], gamma=2.0)) == pytest.approx(by_hand, rel=1e-12)
+    assert float(lemma4_log_q([22, 2], gamma=2.0)) == pytest.approx(math.log(by_hand), rel=1e-12)
+    moments = data_dependent_log_moments([22, 2], gamma=2.0)
+    assert np.all(moments > 0)
+    # The exact bound of Theorem 3, from the series ln(1 + S), S ≈ q·(l·(e^{2γ}−1) − 1 + e^{2γl}).
+    q = by_hand
+    series = [math.log1p(q * (o * math.expm1(4.0) - 1 + math.exp(4.0 * o))) for o in range(1, 9)]
+    np.testing.assert_allclose(moments, series, rtol=1e-9)
+    assert moments[7] == pytest.approx(3.5e-3, rel=0.01)
+
+
+def test_ledger_charges_every_unanimous_query() -> None:
+    """100,000 unanimous queries (q ≈ 1.8e-20 each) cost 100,000 times one query's moments."""
+    votes = np.tile([24, 0], (100_000, 1))
+    one = data_dependent_log_moments([24, 0], gamma=2.0)
+    assert np.all(one > 0)
+    ledger = PATELedger(gamma=2.0, delta=DELTA, budget_basis="data_dependent")
+    ledger.record(votes)
+    result = ledger.result(data_dependent=True)
+    np.testing.assert_allclose(result.log_moments, 100_000 * one, rtol=1e-9)
+    assert result.log_moments[7] > 0.1  # ≈ 0.14: not free
+    free = epsilon_from_log_moments(np.zeros(8), delta=DELTA)[0]
+    assert ledger.spent[0] > free
+    # Even where the bound underflows a float, each query is charged a positive amount.
+    huge = data_dependent_log_moments([1000, 0], gamma=2.0)
+    assert np.all(huge > 0) and np.all(huge < 1e-300)
