@@ -14,6 +14,8 @@ from ray.rllib.utils.annotations import override
 TEACHER_POLICY = "kickstart_teacher_policy"
 TEACHER_MASK = "kickstart_teacher_mask"
 TEACHER_K = "kickstart_teacher_k"
+#: Which states are sent to the teacher: all in the loss, or only where the student is unsure.
+QUERY_RULES: tuple[str, ...] = ("all", "uncertain")
 
 
 class KickstartTeacherConnector(ConnectorV2):
@@ -26,13 +28,21 @@ class KickstartTeacherConnector(ConnectorV2):
     PPO adds one masked bootstrap step per episode chunk) are sent to the teacher.
 
     Rows the teacher refused (budget spent, or before a teacher is attached) get
-    mask 0 and a zero policy; the loss mixin ignores them.
+    mask 0 and a zero policy; the loss mixin ignores them. The teacher may answer part of
+    a request (its answer cache serves known state codes and releases new ones up to its
+    budget); each row then carries the k its answer was drawn with.
+
+    With ``query_rule="uncertain"`` only states where the student's current policy is
+    unsure (largest action probability below ``query_confidence``) are sent; the others get
+    mask 0 and spend nothing. The rule reads only the student's own policy.
 
     Args:
         input_observation_space: Passed to ConnectorV2.
         input_action_space: Passed to ConnectorV2.
         module_id: The RLModule the teacher kickstarts.
         num_actions: m, the number of discrete actions.
+        query_rule: ``"all"`` or ``"uncertain"`` (see above).
+        query_confidence: The threshold of ``"uncertain"``, in (1/m, 1].
 
     """
 
@@ -43,14 +53,21 @@ class KickstartTeacherConnector(ConnectorV2):
         *,
         module_id: str = DEFAULT_MODULE_ID,
         num_actions: int,
+        query_rule: str = "all",
+        query_confidence: float = 0.9,
     ) -> None:
         super().__init__(input_observation_space, input_action_space)
+        if query_rule not in QUERY_RULES:
+            raise ValueError(f"query_rule must be one of {list(QUERY_RULES)}, got {query_rule!r}")
         self.module_id = module_id
         self.num_actions = int(num_actions)
+        self.query_rule = query_rule
+        self.query_confidence = float(query_confidence)
         self.teacher: Any = None
         self._queries = 0
         self._answered = 0
         self._refused = 0
+        self._skipped = 0
 
     def set_teacher(self, teacher: Any) -> None:
         """Attach a ``TeacherClient`` (the only way this piece reaches the teacher)."""
@@ -80,15 +97,21 @@ class KickstartTeacherConnector(ConnectorV2):
         policies = np.zeros((size, self.num_actions), dtype=np.float32)
         mask = np.zeros(size, dtype=np.float32)
         k = np.zeros(size, dtype=np.float32)
-        asked = int(in_loss.sum())
+        ask = in_loss
+        if self.query_rule == "uncertain" and in_loss.any():
+            ask = in_loss & (self._student_confidence(rl_module, obs) < self.query_confidence)
+            self._skipped += int(in_loss.sum() - ask.sum())
+        asked = int(ask.sum())
         if asked:
             self._queries += 1
-            answer = self.teacher.answer(_as_numpy(obs)[in_loss]) if self.teacher else None
+            answer = self.teacher.answer(_as_numpy(obs)[ask]) if self.teacher else None
             if answer is not None and answer.answered:
-                policies[in_loss] = answer.policies
-                mask[in_loss] = 1.0
-                k[in_loss] = answer.k
-                self._answered += asked
+                policies[ask] = answer.policies
+                mask[ask] = answer.row_mask(asked)
+                k[ask] = answer.row_k(asked)
+                answered = int(mask[ask].sum())
+                self._answered += answered
+                self._refused += asked - answered
             else:
                 self._refused += asked
         device = obs.device if isinstance(obs, torch.Tensor) else None
@@ -98,10 +121,24 @@ class KickstartTeacherConnector(ConnectorV2):
             )
         return batch
 
+    def _student_confidence(self, rl_module: Any, obs: Any) -> np.ndarray:
+        """Largest action probability of the student's current policy, per row."""
+        import torch
+
+        module = rl_module[self.module_id] if self.module_id in rl_module else rl_module
+        with torch.no_grad():
+            logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+            return _as_numpy(torch.softmax(logits.float(), dim=-1).max(dim=-1).values)
+
     @override(ConnectorV2)
     def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
-        """Counts of queries and of answered/refused samples (the ledger is the teacher's)."""
-        return {"queries": self._queries, "answered": self._answered, "refused": self._refused}
+        """Counts of requests, of answered/refused samples and of samples the rule skipped."""
+        return {
+            "queries": self._queries,
+            "answered": self._answered,
+            "refused": self._refused,
+            "skipped": self._skipped,
+        }
 
     @override(ConnectorV2)
     def set_state(self, state: dict[str, Any]) -> None:
@@ -109,6 +146,7 @@ class KickstartTeacherConnector(ConnectorV2):
         self._queries = int(state.get("queries", 0))
         self._answered = int(state.get("answered", 0))
         self._refused = int(state.get("refused", 0))
+        self._skipped = int(state.get("skipped", 0))
 
 
 def _as_numpy(values: Any) -> np.ndarray:

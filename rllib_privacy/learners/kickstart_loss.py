@@ -24,6 +24,7 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.annotations import override
 
 from rllib_privacy.connectors.kickstart_teacher import (
+    QUERY_RULES,
     TEACHER_K,
     TEACHER_MASK,
     TEACHER_POLICY,
@@ -51,6 +52,10 @@ class KickstartLossSettings:
         lam: λ ≥ 0 shrinking the Lemma 1 radius (0: privacy-unaware).
         beta: β in (0, 1), the confidence of Lemma 1.
         loss: ``"thresholded_l2"`` (φ_λ) or ``"cross_entropy"`` (Schmitt et al.).
+        query_rule: Which states the teacher is asked about: ``"all"`` (every state in the
+            loss) or ``"uncertain"`` (only where the student's largest action probability
+            is below ``query_confidence``).
+        query_confidence: The threshold of ``"uncertain"``, in (0, 1].
 
     """
 
@@ -58,6 +63,8 @@ class KickstartLossSettings:
     lam: float = 0.5
     beta: float = 0.05
     loss: str = "thresholded_l2"
+    query_rule: str = "all"
+    query_confidence: float = 0.9
 
     def __post_init__(self) -> None:
         """Validate; messages name the ``kickstart_*`` config keys."""
@@ -74,6 +81,29 @@ class KickstartLossSettings:
             raise PrivacyConfigError(
                 f"kickstart_loss must be one of {list(KICKSTART_LOSSES)}, got {self.loss!r}"
             )
+        if self.query_rule not in QUERY_RULES:
+            raise PrivacyConfigError(
+                f"kickstart_query_rule must be one of {list(QUERY_RULES)}, got {self.query_rule!r}"
+            )
+        confidence = self.query_confidence
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+            raise PrivacyConfigError(
+                f"kickstart_query_confidence must be a number in (0, 1], got {confidence!r}"
+            )
+        if not 0.0 < confidence <= 1.0:
+            raise PrivacyConfigError(
+                f"kickstart_query_confidence must be a number in (0, 1], got {confidence!r}"
+            )
+
+    def check_num_actions(self, num_actions: int) -> None:
+        """Raise if the ``"uncertain"`` rule could never ask (threshold at or below 1/m)."""
+        if self.query_rule == "uncertain" and self.query_confidence <= 1.0 / num_actions:
+            raise PrivacyConfigError(
+                f"kickstart_query_confidence must be above 1/m = {1.0 / num_actions:.4g} for "
+                f"{num_actions} actions with kickstart_query_rule uncertain (a policy's largest "
+                f"probability is never below 1/m, so no state would be asked), got "
+                f"{self.query_confidence}"
+            )
 
     @classmethod
     def from_config(cls, config: Any) -> KickstartLossSettings:
@@ -84,13 +114,16 @@ class KickstartLossSettings:
                 lam=config.kickstart_lambda,
                 beta=config.kickstart_beta,
                 loss=config.kickstart_loss,
+                query_rule=getattr(config, "kickstart_query_rule", "all"),
+                query_confidence=getattr(config, "kickstart_query_confidence", 0.9),
             )
         values = dict((getattr(config, "learner_config_dict", None) or {}).get("kickstart", {}))
-        unknown = sorted(set(values) - {"coeff", "lambda", "beta", "loss"})
+        allowed = {"coeff", "lambda", "beta", "loss", "query_rule", "query_confidence"}
+        unknown = sorted(set(values) - allowed)
         if unknown:
             raise PrivacyConfigError(
                 f"learner_config_dict['kickstart'] has unknown keys {unknown}; "
-                "allowed: coeff, lambda, beta, loss"
+                f"allowed: {', '.join(sorted(allowed))}"
             )
         if "lambda" in values:
             values["lam"] = values.pop("lambda")
@@ -120,9 +153,12 @@ class KickstartLossMixin:
                 raise PrivacyConfigError(
                     f"kickstarting needs a Discrete action space, got {module.action_space}"
                 )
+            self.kickstart_settings.check_num_actions(int(module.action_space.n))
             self._kickstart_connector = KickstartTeacherConnector(
                 module_id=next(iter(self.module._rl_modules)),
                 num_actions=int(module.action_space.n),
+                query_rule=self.kickstart_settings.query_rule,
+                query_confidence=self.kickstart_settings.query_confidence,
             )
             self._learner_connector.append(self._kickstart_connector)
 
@@ -135,7 +171,7 @@ class KickstartLossMixin:
     def kickstart_counts(self) -> dict[str, int]:
         """The connector's query/answered/refused counts."""
         if self._kickstart_connector is None:
-            return {"queries": 0, "answered": 0, "refused": 0}
+            return {"queries": 0, "answered": 0, "refused": 0, "skipped": 0}
         return self._kickstart_connector.get_state()
 
     @override(TorchLearner)

@@ -38,11 +38,12 @@ import numpy as np
 
 from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
 from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
-from rllib_privacy.accounting.teacher_ledger import TeacherLedger
+from rllib_privacy.accounting.teacher_ledger import TeacherLedger, compose_basic
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
 from rllib_privacy.mechanisms.secure_noise import NoiseStreams
+from rllib_privacy.teachers.answer_cache import MAX_CACHE_BITS, AnswerCache
 from rllib_privacy.teachers.loading import load_teacher_module, resolve_teacher_checkpoint
 
 #: Teacher mechanisms: the Dirichlet mechanism, or none (plain, non-private kickstarting).
@@ -60,6 +61,9 @@ _SNAPSHOT_KEYS = (
     "answered",
     "refused",
     "requests",
+    "asked",
+    "cached",
+    "cache",
 )
 
 
@@ -76,7 +80,8 @@ class TeacherSettings:
         adjacency: b, the L2 radius of adjacent observations (Definition 1).
         lipschitz: L of the teacher network s ↦ softmax(logits); None computes an upper bound
             from its weights (product of spectral norms).
-        epsilon_budget: Total ε the teacher may spend (composition over all answered states).
+        epsilon_budget: Total ε the teacher may spend (composition over all answered states;
+            default 10: with δ = 1e-5 a budget a privacy engineer would sign off on).
         delta_budget: Total δ the teacher may spend (default 1e-5). Under ``"rdp"`` it is
             the δ at which the composed RDP curve is converted to the reported ε, so it must
             be below 1; under ``"basic"``/``"advanced"`` one release's δ (eq. 6 at k₀) must be
@@ -92,6 +97,10 @@ class TeacherSettings:
             repeats noise it used before the crash.
         secure_mode: Secure Dirichlet releases (OS-entropy Gamma draws, grid-snapped
             policies; see ``dirichlet_mechanism``); the seed then does not drive the noise.
+        cache_bits: 0 (default: every asked state is a fresh release) or the code length of
+            the answer cache (``teachers.answer_cache``): the first state of each SimHash code
+            is released, later states with that code get the same answer for free, and a
+            request is answered up to what the budget affords.
 
     """
 
@@ -102,7 +111,7 @@ class TeacherSettings:
     tau: float = 0.001
     adjacency: float = 0.01
     lipschitz: float | None = None
-    epsilon_budget: float = 1.0e6
+    epsilon_budget: float = 10.0
     delta_budget: float = 1.0e-5
     min_k: float = 1.0e-3
     composition: str = "rdp"
@@ -110,6 +119,7 @@ class TeacherSettings:
     delta_confidence: float = 0.95
     seed: int | None = None
     secure_mode: bool = False
+    cache_bits: int = 0
 
     def __post_init__(self) -> None:
         """Validates every field; messages name the config key ``teacher_<field>``."""
@@ -158,6 +168,12 @@ class TeacherSettings:
         if not isinstance(self.secure_mode, bool):
             raise PrivacyConfigError(
                 f"teacher_secure_mode must be true or false, got {self.secure_mode!r}"
+            )
+        bits = self.cache_bits
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_CACHE_BITS:
+            raise PrivacyConfigError(
+                f"teacher_cache_bits must be an int in [0, {MAX_CACHE_BITS}] (0: no answer "
+                f"cache), got {bits!r}"
             )
 
     def check_num_actions(self, num_actions: int) -> None:
@@ -226,17 +242,36 @@ class TeacherAnswer:
 
     Attributes:
         policies: (N, m) float32 privatized policies, or None when the teacher refused.
-        k: Concentration used (``inf`` for mechanism none, 0 when refused).
+        k: Concentration used (``inf`` for mechanism none, 0 when refused): one number, or
+            (N,) per row when the answer cache served rows drawn at different k.
+        mask: (N,) bool, which rows were answered (None: all of them, or none if
+            ``policies`` is None). Set when the answer cache answers part of a request.
 
     """
 
     policies: np.ndarray | None
-    k: float
+    k: float | np.ndarray
+    mask: np.ndarray | None = None
 
     @property
     def answered(self) -> bool:
-        """Whether the teacher answered (all or nothing per request)."""
-        return self.policies is not None
+        """Whether any row was answered."""
+        if self.policies is None:
+            return False
+        return self.mask is None or bool(np.any(self.mask))
+
+    def row_mask(self, count: int) -> np.ndarray:
+        """(N,) float32: 1 for each answered row."""
+        if self.policies is None:
+            return np.zeros(count, dtype=np.float32)
+        if self.mask is None:
+            return np.ones(count, dtype=np.float32)
+        return np.asarray(self.mask, dtype=np.float32)
+
+    def row_k(self, count: int) -> np.ndarray:
+        """(N,) float32: the k each row's answer was drawn with (0 where unanswered)."""
+        k = np.broadcast_to(np.asarray(self.k, dtype=np.float32), (count,))
+        return np.where(self.row_mask(count) > 0, k, 0.0).astype(np.float32)
 
 
 class DirichletTeacher:
@@ -286,7 +321,16 @@ class DirichletTeacher:
         self._answered = 0
         self._refused = 0
         self._requests = 0
+        self._asked = 0
+        self._cached = 0
         self._replayed = 0
+        self._cache = (
+            AnswerCache(
+                self.observation_space, bits=settings.cache_bits, num_actions=self.num_actions
+            )
+            if settings.cache_bits
+            else None
+        )
         self._journal: ReplayJournal | None = None
         if journal_path is not None and settings.mechanism == "dirichlet":
             self._journal = ReplayJournal(
@@ -364,11 +408,11 @@ class DirichletTeacher:
                 self._stop()
             else:
                 epsilon, delta = self.release_privacy(self._k)
+                # With the cache a rollout needs only its new codes, at most one per state,
+                # and requests are answered up to the budget: one more release must fit.
+                needed = 1 if self._cache is not None else int(expected_states)
                 if not self._ledger.can_afford(
-                    **self._mechanism(),
-                    epsilon=epsilon,
-                    delta=delta,
-                    count=int(expected_states),
+                    **self._mechanism(), epsilon=epsilon, delta=delta, count=needed
                 ):
                     self._stop()
         self._journal_schedule()
@@ -384,13 +428,14 @@ class DirichletTeacher:
             A ``TeacherAnswer``; every answered row is one release in the ledger.
 
         """
-        import torch
-
         observations = np.asarray(observations)
         count = int(observations.shape[0])
         self._requests += 1
+        self._asked += count
         if count == 0:
             return TeacherAnswer(np.zeros((0, self.num_actions), np.float32), self._k)
+        if self._cache is not None:
+            return self._answer_with_cache(observations)
         if not self._sharing:
             self._refused += count
             return TeacherAnswer(None, 0.0)
@@ -401,17 +446,7 @@ class DirichletTeacher:
                 self._stop()
                 self._refused += count
                 return TeacherAnswer(None, 0.0)
-        with torch.no_grad():
-            obs = torch.as_tensor(observations, dtype=torch.float32)
-            logits = self._module.forward_inference({"obs": obs})["action_dist_inputs"]
-            policy = torch.softmax(logits.float(), dim=-1).double().numpy()
-        if not np.all(np.isfinite(policy)):
-            # Checked for every mechanism: plain kickstarting would hand NaN to the student.
-            raise ValueError(
-                "the teacher's policy must be finite, but its network produced NaN/inf for "
-                f"{int(np.sum(~np.isfinite(policy).all(axis=-1)))} of {count} states; "
-                "nothing was released"
-            )
+        policy = self._policy(observations)
         if self._settings.mechanism == "none":
             self._answered += count
             return TeacherAnswer(policy.astype(np.float32), math.inf)
@@ -430,6 +465,110 @@ class DirichletTeacher:
         self._answered += count
         return TeacherAnswer(np.asarray(privatized, dtype=np.float32), self._k)
 
+    def _policy(self, observations: np.ndarray) -> np.ndarray:
+        """π(s) of the teacher network (float64), checked finite; never leaves this object."""
+        import torch
+
+        with torch.no_grad():
+            obs = torch.as_tensor(observations, dtype=torch.float32)
+            logits = self._module.forward_inference({"obs": obs})["action_dist_inputs"]
+            policy = torch.softmax(logits.float(), dim=-1).double().numpy()
+        if not np.all(np.isfinite(policy)):
+            # Checked for every mechanism: plain kickstarting would hand NaN to the student.
+            raise ValueError(
+                "the teacher's policy must be finite, but its network produced NaN/inf for "
+                f"{int(np.sum(~np.isfinite(policy).all(axis=-1)))} of {len(policy)} states; "
+                "nothing was released"
+            )
+        return policy
+
+    def _affordable(self, wanted: int) -> int:
+        """The most of ``wanted`` new releases at the current k that the budget allows."""
+        if self._settings.mechanism == "none":
+            return wanted
+        epsilon, delta = self.release_privacy(self._k)
+        release = {**self._mechanism(), "epsilon": epsilon, "delta": delta}
+        low, high = 0, wanted  # the spent ε and δ grow with the count: bisect
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._ledger.can_afford(**release, count=middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def _answer_with_cache(self, observations: np.ndarray) -> TeacherAnswer:
+        """Serve cached codes for free; release each new code once, up to the budget."""
+        cache = self._cache
+        assert cache is not None
+        codes = cache.keys(observations)
+        first_row: dict[bytes, int] = {}
+        for row, code in enumerate(codes):
+            if code not in first_row and cache.get(code) is None:
+                first_row[code] = row
+        fresh = list(first_row.items())
+        if fresh and self._sharing:
+            affordable = self._affordable(len(fresh))
+            if affordable < len(fresh):
+                self._stop()
+            fresh = fresh[:affordable]
+        else:
+            fresh = []
+        if fresh:
+            rows = [row for _, row in fresh]
+            answers = self._release_rows(observations[rows], [code for code, _ in fresh])
+            for (code, _), answer in zip(fresh, answers, strict=True):
+                cache.put(code, answer, self._k)
+        count = len(codes)
+        policies = np.zeros((count, self.num_actions), dtype=np.float32)
+        ks = np.zeros(count, dtype=np.float32)
+        mask = np.zeros(count, dtype=bool)
+        for row, code in enumerate(codes):
+            hit = cache.get(code)
+            if hit is not None:
+                policies[row], ks[row], mask[row] = hit[0], hit[1], True
+        served = int(mask.sum())
+        self._answered += len(fresh)
+        self._cached += served - len(fresh)
+        self._refused += count - served
+        if served == 0:
+            return TeacherAnswer(None, 0.0)
+        return TeacherAnswer(policies, ks, mask)
+
+    def _release_rows(self, observations: np.ndarray, codes: list[bytes]) -> np.ndarray:
+        """One fresh release per row (the budget was checked), journaled with its code."""
+        policy = self._policy(observations)
+        if self._settings.mechanism == "none":
+            return policy.astype(np.float32)
+        epsilon, delta = self.release_privacy(self._k)
+        release = {
+            **self._mechanism(),
+            "epsilon": epsilon,
+            "delta": delta,
+            "count": len(codes),
+        }
+        privatized = np.asarray(
+            dirichlet_mechanism(
+                policy,
+                k=self._k,
+                eta=self._settings.eta,
+                rng=self._rng,
+                secure_mode=self._settings.secure_mode,
+            ),
+            dtype=np.float32,
+        )
+        if self._journal is not None:
+            # Write-ahead: durable before the answers leave this process. The answers travel
+            # with the release so that a replay restores the cache (no code is paid twice).
+            self._journal.append(
+                "release",
+                **release,
+                codes=[code.hex() for code in codes],
+                answers=privatized.tolist(),
+            )
+        self._ledger.record(**release)
+        return privatized
+
     def stats(self) -> dict[str, float]:
         """Budget and sharing figures for metrics (no weights, no raw policies)."""
         private = self._settings.mechanism == "dirichlet"
@@ -444,6 +583,9 @@ class DirichletTeacher:
             "answered": self._answered,
             "refused": self._refused,
             "requests": self._requests,
+            "asked": self._asked,
+            "cached": self._cached,
+            "cache_size": 0 if self._cache is None else len(self._cache),
             "epsilon_spent": self._ledger.epsilon_spent if private else math.inf,
             "delta_spent": self._ledger.delta_spent if private else 0.0,
             "releases": self._ledger.num_releases if private else self._answered,
@@ -452,7 +594,25 @@ class DirichletTeacher:
             "epsilon_budget": self._settings.epsilon_budget,
             "lipschitz": self.restricted_lipschitz,
             "replayed_releases": self._replayed,
+            **self._basic_equivalent(),
         }
+
+    def _basic_equivalent(self) -> dict[str, float]:
+        """(ε, δ) of the same releases under basic composition of Theorem 1's pairs.
+
+        Reported beside the ledger's own figures under ``"rdp"`` so that runs can be compared
+        with the accounting used before RDP; under ``"basic"`` it equals the ledger's.
+        """
+        if self._settings.mechanism != "dirichlet":
+            return {"epsilon_basic": math.inf, "delta_basic": 0.0}
+        if self._settings.composition != "rdp":
+            events = [(eps, dlt, count) for _, eps, dlt, count in self._ledger.events]
+        else:
+            events = [
+                (*self.release_privacy(k), count) for k, _, _, _, count in self._ledger.rdp_releases
+            ]
+        epsilon, delta = compose_basic(events)
+        return {"epsilon_basic": epsilon, "delta_basic": delta}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore ``get_state()``; the spent budget continues, never resets.
@@ -491,6 +651,9 @@ class DirichletTeacher:
             "answered": self._answered,
             "refused": self._refused,
             "requests": self._requests,
+            "asked": self._asked,
+            "cached": self._cached,
+            "cache": None if self._cache is None else self._cache.state_dict(),
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
@@ -504,11 +667,19 @@ class DirichletTeacher:
         self._answered = int(state["answered"])
         self._refused = int(state["refused"])
         self._requests = int(state["requests"])
+        self._load_cache_state(state)
         # Fresh noise, never the checkpoint's (older checkpoints still carry an "rng" entry,
         # which is ignored on purpose).
         self._rng = self._noise_streams.spawn()
 
     # ---- internals ---------------------------------------------------------------
+
+    def _load_cache_state(self, state: dict[str, Any]) -> None:
+        """Counts and cached answers of a state (checkpoints before the cache have neither)."""
+        self._asked = int(state.get("asked", self._answered + self._refused))
+        self._cached = int(state.get("cached", 0))
+        if self._cache is not None and state.get("cache") is not None:
+            self._cache.load_state_dict(state["cache"])
 
     def _new_ledger(self) -> Any:
         return TeacherLedger(
@@ -561,7 +732,10 @@ class DirichletTeacher:
                 self._ledger.replay(
                     **mechanism, epsilon=record["epsilon"], delta=record["delta"], count=count
                 )
+                if self._cache is not None and "codes" in record:
+                    self._cache.put_encoded(record["codes"], record["answers"], record["k"])
                 self._answered += count
+                self._asked += count
                 self._replayed += count
             elif kind == "schedule":
                 self._set_schedule(record)
@@ -571,6 +745,7 @@ class DirichletTeacher:
                 self._set_schedule(snapshot)
                 for counter in ("answered", "refused", "requests"):
                     setattr(self, f"_{counter}", int(snapshot[counter]))
+                self._load_cache_state(snapshot)
             else:
                 raise PrivacyJournalError(
                     f"privacy journal {str(self._journal.path)!r} record {record.get('seq')} "

@@ -297,7 +297,7 @@ def test_connector_asks_once_per_call_and_only_for_samples_in_the_loss() -> None
     np.testing.assert_array_equal(column[TEACHER_K].numpy(), np.where(in_loss, 7.0, 0.0))
     assert torch.all(column[TEACHER_POLICY][~torch.as_tensor(in_loss)] == 0)
     assert torch.allclose(column[TEACHER_POLICY][0], torch.tensor([0.25, 0.75]))
-    assert connector.get_state() == {"queries": 1, "answered": 4, "refused": 0}
+    assert connector.get_state() == {"queries": 1, "answered": 4, "refused": 0, "skipped": 0}
 
 
 def test_connector_masks_everything_when_refused_or_without_teacher() -> None:

@@ -86,6 +86,7 @@ _TEACHER_FIELDS = {
     "teacher_delta_confidence": "delta_confidence",
     "teacher_seed": "seed",
     "teacher_secure_mode": "secure_mode",
+    "teacher_cache_bits": "cache_bits",
 }
 
 
@@ -110,7 +111,14 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
     key_reference = "KickstartPPO"
     CONFIG_GROUPS = {
         "teacher": ("teacher_checkpoint", *_TEACHER_FIELDS),
-        "kickstart": ("kickstart_coeff", "kickstart_lambda", "kickstart_beta", "kickstart_loss"),
+        "kickstart": (
+            "kickstart_coeff",
+            "kickstart_lambda",
+            "kickstart_beta",
+            "kickstart_loss",
+            "kickstart_query_rule",
+            "kickstart_query_confidence",
+        ),
         "privacy": ("privacy_journal_dir",),
     }
     #: Nothing renamed: the keys already had their group's prefix; only the method moved.
@@ -127,6 +135,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
         self.kickstart_lambda = loss_defaults.lam
         self.kickstart_beta = loss_defaults.beta
         self.kickstart_loss = loss_defaults.loss
+        self.kickstart_query_rule = loss_defaults.query_rule
+        self.kickstart_query_confidence = loss_defaults.query_confidence
         self.privacy_journal_dir: str | None = None
 
     def teacher(
@@ -148,6 +158,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
         teacher_delta_confidence: float = NotProvided,  # type: ignore[assignment]
         teacher_seed: int | None = NotProvided,  # type: ignore[assignment]
         teacher_secure_mode: bool = NotProvided,  # type: ignore[assignment]
+        teacher_cache_bits: int = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Sets the teacher: which one, its Dirichlet mechanism and its budget.
 
@@ -180,6 +191,9 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
             teacher_delta_confidence: Confidence of δ's upper bound.
             teacher_seed: Seed of the teacher's noise (``None`` = fresh entropy).
             teacher_secure_mode: Floating-point-safe Dirichlet sampling from OS entropy.
+            teacher_cache_bits: 0 (no cache) or the SimHash code length of the teacher's
+                answer cache: one release per state code, reused for free for later states
+                with that code; requests are then answered up to the budget.
 
         Returns:
             This updated config.
@@ -195,6 +209,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
         kickstart_lambda: float = NotProvided,  # type: ignore[assignment]
         kickstart_beta: float = NotProvided,  # type: ignore[assignment]
         kickstart_loss: str = NotProvided,  # type: ignore[assignment]
+        kickstart_query_rule: str = NotProvided,  # type: ignore[assignment]
+        kickstart_query_confidence: float = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Sets the student's privacy-aware kickstart term (eq. 15-17).
 
@@ -205,6 +221,10 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
             kickstart_beta: β in (0, 1), the confidence of the Lemma 1 radius.
             kickstart_loss: ``thresholded_l2`` (φ_λ, eq. 16) or ``cross_entropy`` (Schmitt
                 et al.).
+            kickstart_query_rule: ``all`` (ask about every state in the loss) or
+                ``uncertain`` (only where the student's largest action probability is below
+                ``kickstart_query_confidence``).
+            kickstart_query_confidence: Threshold of the ``uncertain`` rule, in (1/m, 1].
 
         Returns:
             This updated config.
@@ -350,6 +370,9 @@ class KickstartPPO(PPO):
             keys.KICKSTART_TEACHER_SHARING: teacher["sharing"],
             keys.KICKSTART_TEACHER_ANSWERED: teacher["answered"],
             keys.KICKSTART_TEACHER_REFUSED: teacher["refused"],
+            keys.KICKSTART_TEACHER_ASKED: teacher["asked"],
+            keys.KICKSTART_TEACHER_CACHED: teacher["cached"],
+            keys.KICKSTART_TEACHER_CACHE_SIZE: teacher["cache_size"],
             "teacher_k": teacher["k"],
             "teacher_sharing": teacher["sharing"],
         }
@@ -364,6 +387,8 @@ class KickstartPPO(PPO):
                     keys.PRIVACY_RELEASES_REPLAYED: teacher["replayed_releases"],
                     keys.KICKSTART_EPSILON_PER_RELEASE: teacher["epsilon_per_release"],
                     keys.KICKSTART_DELTA_PER_RELEASE: teacher["delta_per_release"],
+                    keys.KICKSTART_EPSILON_BASIC: teacher["epsilon_basic"],
+                    keys.KICKSTART_DELTA_BASIC: teacher["delta_basic"],
                     "teacher_epsilon_spent": teacher["epsilon_spent"],
                 }
             )
