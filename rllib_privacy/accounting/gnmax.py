@@ -63,6 +63,7 @@ __all__ = [
     "gnmax_rdp",
     "gnmax_rdp_from_log_q",
     "gnss_rdp",
+    "rdp_epsilon_rows",
     "release_data_dependent_epsilon",
     "smooth_sensitivity",
     "threshold_data_independent_rdp",
@@ -331,6 +332,42 @@ def confident_gnmax_rdp(
         return step1.sum(axis=0) + np.sum(step2, axis=0)
     step1 = threshold_data_independent_rdp(sigma_threshold, orders)
     return rows.shape[0] * step1 + int(answered.sum()) * gnmax_data_independent_rdp(sigma, orders)
+
+
+def rdp_epsilon_rows(orders: Any, curves: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """ε at δ of many RDP curves at once, and the order attaining each (tight conversion).
+
+    The conversion of :func:`rllib_privacy.accounting.rdp_to_epsilon` (``"tight"``, the one
+    ``dp_accounting`` uses: ``ε(λ) = rdp(λ) + ln(1 − 1/λ) − (ln δ + ln λ)/(λ − 1)``, 0 where
+    ``δ² + e^{−rdp(λ)} − 1 > 0``), vectorized over rows (e.g. every prefix of a query
+    sequence, for a budget check).
+
+    Args:
+        orders: Rényi orders ``(K,)``, finite numbers > 1.
+        curves: RDP values ``(N, K)`` (or ``(K,)``), numbers >= 0.
+        delta: δ in (0, 1).
+
+    Returns:
+        ``(epsilons, best_orders)``, float64 arrays of shape ``(N,)`` (or ``()``).
+
+    Raises:
+        ValueError: For bad orders, curves or δ.
+
+    """
+    lam = _check_orders(orders)
+    curves = np.asarray(curves, dtype=np.float64)
+    if curves.shape[-1:] != lam.shape or np.any(np.isnan(curves)) or np.any(curves < 0):
+        raise ValueError(f"curves must be numbers >= 0 with one column per order, got {curves!r}")
+    if not 0.0 < float(delta) < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    delta = float(delta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        eps = curves + np.log1p(-1.0 / lam) - (math.log(delta) + np.log(lam)) / (lam - 1.0)
+        eps = np.where(delta**2 + np.expm1(-curves) > 0.0, 0.0, eps)
+    eps = np.where(np.isinf(curves), math.inf, eps)
+    best = np.argmin(eps, axis=-1)
+    chosen = np.take_along_axis(eps, best[..., None], axis=-1)[..., 0]
+    return np.maximum(chosen, 0.0), lam[best]
 
 
 # ------------------------------------------------------------------ smooth sensitivity

@@ -13,7 +13,7 @@ Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma
 the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
 Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
 Laplace release and its exact output PMF / KL divergence on shared bins.
-PATE's noisy-max vote aggregation (LNMax, GNMax).
+PATE's noisy-max vote aggregation (LNMax, GNMax, Confident-GNMax).
 Secure noise (:mod:`.secure_noise`): OpenDP's floating-point-safe samplers behind every
 mechanism's ``secure_mode``, OS-entropy generators, per-agent noise streams and the
 fixed-seed :class:`PrivacyWarning`.
@@ -41,6 +41,8 @@ from rllib_privacy.mechanisms.instance_laplace import (
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound, restricted_lipschitz
 from rllib_privacy.mechanisms.noisy_max import (
+    UNANSWERED,
+    confident_gnmax,
     gaussian_noisy_max,
     noisy_max,
     plurality,
@@ -84,8 +86,10 @@ __all__ = [
     "NoiseStreams",
     "PrivacyWarning",
     "SECURE_GRID_BITS",
+    "UNANSWERED",
     "bin_edges",
     "clip_l1",
+    "confident_gnmax",
     "concentration_radius",
     "dirichlet_mechanism",
     "gaussian_noisy_max",

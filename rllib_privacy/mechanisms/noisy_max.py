@@ -28,7 +28,17 @@ from rllib_privacy.mechanisms.secure_noise import (
     secure_laplace,
 )
 
-__all__ = ["gaussian_noisy_max", "noisy_max", "plurality", "validate_votes"]
+__all__ = [
+    "UNANSWERED",
+    "confident_gnmax",
+    "gaussian_noisy_max",
+    "noisy_max",
+    "plurality",
+    "validate_votes",
+]
+
+#: Label of a query Confident-GNMax did not answer.
+UNANSWERED = -1
 
 
 def validate_votes(votes: Any, *, name: str = "votes") -> np.ndarray:
@@ -142,7 +152,8 @@ def gaussian_noisy_max(
     Papernot et al. 2018, §4.1. One changed teacher vote moves the histogram by at most
     √2 in L2 norm; GNMax is ``(λ, λ/σ²)``-RDP for every order λ > 1 (data-independent
     bound of that paper, Prop. 8); :func:`rllib_privacy.accounting.gnmax_epsilon` composes
-    it. Its data-dependent analysis is not implemented here.
+    it and :func:`rllib_privacy.accounting.gnmax_rdp` gives the data-dependent bound
+    (Theorem 6 with Prop. 7's ``q``, which assumes continuous Gaussian noise).
 
     Secure mode: integral vote counts get OpenDP's exact discrete Gaussian
     (:func:`~rllib_privacy.mechanisms.secure_noise.secure_discrete_gaussian`): for integer
@@ -150,7 +161,9 @@ def gaussian_noisy_max(
     Steinke 2020, Thm. 4), hence the same ``(λ, λ/σ²)``-RDP with ``Δ₂ = √2``, so the
     accountant is unchanged (the argmax of integer noisy counts can tie; ties go to the
     lowest index, post-processing). Fractional votes get OpenDP's float-domain Gaussian.
-    ``rng`` is ignored.
+    ``rng`` is ignored. Prop. 7's tail bound is proven for continuous noise only, so in
+    secure mode with integral votes rely on the data-independent bound (or use
+    :func:`confident_gnmax`, whose secure mode draws OpenDP's float-domain Gaussian).
 
     Args:
         votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
@@ -177,3 +190,69 @@ def gaussian_noisy_max(
     else:
         noisy = secure_gaussian(array, sigma)
     return np.asarray(np.argmax(noisy, axis=-1), dtype=np.int64)
+
+
+def confident_gnmax(
+    votes: Any,
+    *,
+    threshold: float,
+    sigma_threshold: float,
+    sigma: float,
+    rng: np.random.Generator | None = None,
+    secure_mode: bool = False,
+) -> np.ndarray:
+    """Confident-GNMax (Papernot et al. 2018, Algorithm 1): answer only confident queries.
+
+    Formula: a query is answered iff ``max_j n_j + N(0, σ₁²) ≥ T``; an answered query gets
+    the GNMax label ``argmax_j (n_j + N(0, σ₂²))``, the others :data:`UNANSWERED` (−1).
+
+    Privacy: the threshold step is the Gaussian mechanism on ``max_j n_j`` (sensitivity 1),
+    ``(λ, λ/(2σ₁²))``-RDP; the labelling step is GNMax, ``(λ, λ/σ₂²)``-RDP, paid only by
+    answered queries. Data-dependent bounds and their smooth-sensitivity release:
+    :mod:`rllib_privacy.accounting.gnmax` (``confident_gnmax_rdp``).
+
+    Secure mode: both steps draw OpenDP's float-domain Gaussian
+    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_gaussian`, the continuous
+    Gaussian's guarantee, so the data-dependent analysis applies); ``rng`` is ignored.
+
+    Args:
+        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
+        threshold: The threshold T (in votes), a finite number.
+        sigma_threshold: σ₁ of the threshold step's noise, a finite number > 0.
+        sigma: σ₂ of the labelling step's noise, a finite number > 0.
+        rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
+        secure_mode: Floating-point-safe noise from OpenDP (see above).
+
+    Returns:
+        int64 labels (−1 = not answered), shape ``()`` for 1-D input or ``(batch,)``.
+
+    Raises:
+        ValueError: For bad votes, a non-finite ``threshold``, a ``sigma_threshold`` or
+            ``sigma`` that is not a finite number > 0, or a bad ``rng``.
+
+    """
+    sigma_threshold = check_finite_positive("sigma_threshold", sigma_threshold)
+    sigma = check_finite_positive("sigma", sigma)
+    if isinstance(threshold, bool) or not np.isfinite(np.asarray(threshold, dtype=np.float64)):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+    array = validate_votes(votes)
+    rows = np.atleast_2d(array)
+    rng = check_generator(rng)
+    secure = check_bool("secure_mode", secure_mode)
+    top = rows.max(axis=-1)
+    noisy_top = (
+        secure_gaussian(top, sigma_threshold)
+        if secure
+        else (top + rng.normal(scale=sigma_threshold, size=top.shape))
+    )
+    answered = noisy_top >= float(threshold)
+    labels = np.full(rows.shape[0], UNANSWERED, dtype=np.int64)
+    if answered.any():
+        chosen = rows[answered]
+        noisy = (
+            secure_gaussian(chosen, sigma)
+            if secure
+            else (chosen + rng.normal(scale=sigma, size=chosen.shape))
+        )
+        labels[answered] = np.argmax(noisy, axis=-1)
+    return labels.reshape(array.shape[:-1])

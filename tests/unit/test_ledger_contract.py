@@ -247,6 +247,22 @@ class TestPATELedgerDataDependent(TestPATELedgerDataIndependent):
     basis = "data_dependent"
 
 
+class TestPATELedgerGNMax(TestPATELedgerDataIndependent):
+    """PATE's query ledger for GNMax answers (Rényi DP), data-dependent budget."""
+
+    basis = "data_dependent"
+
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+        budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
+        return PATELedger(
+            aggregator="gnmax",
+            sigma=2.0,
+            delta=1e-5,
+            epsilon_budget=budget,
+            budget_basis=self.basis,
+        )
+
+
 class TestTeacherLedgerRDP(LedgerContract):
     """The kickstart teacher's ledger, Rényi DP composition (the default in the config)."""
 

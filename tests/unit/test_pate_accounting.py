@@ -187,9 +187,13 @@ def test_ledger_rejects_bad_settings_and_states() -> None:
     with pytest.raises(ValueError, match="equal lengths"):
         ledger.load_state_dict({**good, "histograms": [[1, 2]], "counts": []})
     with pytest.raises(ValueError, match="listed twice"):
-        ledger.load_state_dict({**good, "histograms": [[1, 2], [1, 2]], "counts": [1, 1]})
+        ledger.load_state_dict(
+            {**good, "histograms": [[1, 2], [1, 2]], "answered": [True, True], "counts": [1, 1]}
+        )
     with pytest.raises(ValueError, match=">= 0"):
-        ledger.load_state_dict({**good, "histograms": [[-1, 2]], "counts": [1]})
+        ledger.load_state_dict({**good, "histograms": [[-1, 2]], "answered": [True], "counts": [1]})
+    with pytest.raises(ValueError, match="only confident_gnmax"):
+        ledger.load_state_dict({**good, "histograms": [[1, 2]], "answered": [False], "counts": [1]})
     with pytest.raises(ValueError, match="votes_or_count"):
         pate_epsilon(-1, gamma=0.1, delta=1e-5)
 
@@ -242,3 +246,108 @@ def test_ledger_charges_every_unanimous_query() -> None:
     # Even where the bound underflows a float, each query is charged a positive amount.
     huge = data_dependent_log_moments([1000, 0], gamma=2.0)
     assert np.all(huge > 0) and np.all(huge < 1e-300)
+
+
+def test_version_1_state_loads_as_lnmax() -> None:
+    ledger = PATELedger(gamma=0.1, delta=1e-5, epsilon_budget=20.0)
+    ledger.record([[7, 1, 0], [7, 1, 0], [4, 4, 0]])
+    v1 = {
+        "format": "rllib_privacy.PATELedger",
+        "version": 1,
+        "gamma": 0.1,
+        "delta": 1e-5,
+        "max_order": 8,
+        "epsilon_budget": 20.0,
+        "max_queries": None,
+        "budget_basis": "data_independent",
+        "histograms": [[7, 1, 0], [4, 4, 0]],
+        "counts": [2, 1],
+    }
+    restored = PATELedger.from_state_dict(v1)
+    assert restored == ledger and restored.state_dict()["version"] == 2
+    assert restored.epsilon == ledger.epsilon
+
+
+def _gnmax_ledger(**kwargs: object) -> PATELedger:
+    settings = {"aggregator": "gnmax", "sigma": 40.0, "delta": DELTA, **kwargs}
+    return PATELedger(**settings)  # type: ignore[arg-type]
+
+
+def test_gnmax_ledger_composes_rdp_and_converts_like_dp_accounting() -> None:
+    from rllib_privacy.accounting import gnmax_data_independent_rdp, gnmax_rdp, rdp_to_epsilon
+
+    rng = np.random.default_rng(3)
+    votes = rng.multinomial(250, [0.9, 0.05, 0.05], size=300)
+    ledger = _gnmax_ledger()
+    ledger.record(votes)
+    orders = ledger.orders
+    expected = gnmax_rdp(votes, sigma=40.0, orders=orders).sum(axis=0)
+    np.testing.assert_allclose(ledger.result().log_moments, expected, rtol=1e-9)
+    assert ledger.epsilon == pytest.approx(rdp_to_epsilon(orders, expected, DELTA), rel=1e-12)
+    # Data-independent: 300 Gaussian mechanisms of noise multiplier σ/√2 (dp_accounting).
+    accountant = rdp.RdpAccountant(orders=list(orders))
+    accountant.compose(dp_accounting.GaussianDpEvent(40.0 / math.sqrt(2.0)), 300)
+    assert ledger.epsilon_data_independent == pytest.approx(accountant.get_epsilon(DELTA), rel=1e-9)
+    np.testing.assert_allclose(
+        ledger.result(data_dependent=False).log_moments,
+        300 * gnmax_data_independent_rdp(40.0, orders),
+    )
+    assert ledger.epsilon < ledger.epsilon_data_independent
+
+
+def test_gnmax_ledger_budget_and_state_round_trip() -> None:
+    probe = _gnmax_ledger()
+    probe.record(np.tile([200, 30, 20], (100, 1)))
+    budget = probe.epsilon_data_independent
+    ledger = _gnmax_ledger(epsilon_budget=budget)
+    assert ledger.affordable(num_queries=150) == 100
+    ledger.record(np.tile([200, 30, 20], (60, 1)))
+    with pytest.raises(BudgetExhaustedError):
+        ledger.record(np.tile([200, 30, 20], (41, 1)))
+    assert ledger.num_queries == 60
+    state = json.loads(json.dumps(ledger.state_dict()))
+    restored = PATELedger.from_state_dict(state)
+    assert restored == ledger and restored.epsilon == ledger.epsilon
+    assert restored.affordable(num_queries=100) == 40
+
+
+def test_confident_gnmax_ledger_charges_thresholds_and_answers() -> None:
+    from rllib_privacy.accounting import confident_gnmax_rdp
+
+    settings = {"threshold": 200.0, "sigma_threshold": 150.0}
+    ledger = _gnmax_ledger(aggregator="confident_gnmax", **settings)
+    votes = np.array([[240, 5, 5], [100, 90, 60], [240, 5, 5]])
+    answered = np.array([True, False, True])
+    ledger.record(votes, answered=answered)
+    assert (ledger.num_queries, ledger.num_answered) == (3, 2)
+    expected = confident_gnmax_rdp(
+        votes, answered, sigma=40.0, orders=ledger.orders, **settings
+    )  # fmt: skip
+    np.testing.assert_allclose(ledger.result().log_moments, expected, rtol=1e-12)
+    independent = confident_gnmax_rdp(
+        votes, answered, sigma=40.0, orders=ledger.orders, data_dependent=False, **settings,
+    )  # fmt: skip
+    np.testing.assert_allclose(ledger.result(data_dependent=False).log_moments, independent)
+    restored = PATELedger.from_state_dict(json.loads(json.dumps(ledger.state_dict())))
+    assert restored == ledger and restored.num_answered == 2
+    assert restored.state_dict()["answered"] == [True, False]
+    # The data-independent budget assumes every next query is answered (the worst case).
+    worst = _gnmax_ledger(aggregator="confident_gnmax", **settings)
+    worst.record(votes, answered=np.ones(3, dtype=bool))
+    capped = _gnmax_ledger(
+        aggregator="confident_gnmax", epsilon_budget=worst.epsilon_data_independent, **settings
+    )
+    assert capped.affordable(num_queries=10) == 3
+
+
+def test_ledger_settings_belong_to_their_aggregator() -> None:
+    with pytest.raises(ValueError, match="sigma is required"):
+        PATELedger(aggregator="gnmax", delta=DELTA)
+    with pytest.raises(ValueError, match="gamma does not apply"):
+        PATELedger(aggregator="gnmax", sigma=1.0, gamma=0.1, delta=DELTA)
+    with pytest.raises(ValueError, match="threshold is required"):
+        PATELedger(aggregator="confident_gnmax", sigma=1.0, sigma_threshold=1.0, delta=DELTA)
+    with pytest.raises(ValueError, match="aggregator"):
+        PATELedger(aggregator="rnmax", gamma=0.1, delta=DELTA)
+    with pytest.raises(ValueError, match="answered applies"):
+        PATELedger(gamma=0.1, delta=DELTA).record([3, 1], answered=[True])

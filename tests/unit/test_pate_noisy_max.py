@@ -119,3 +119,37 @@ def test_bad_noise_parameters_are_rejected(bad: float) -> None:
         gaussian_noisy_max([1, 2], sigma=bad)
     with pytest.raises(ValueError, match="rng"):
         noisy_max([1, 2], gamma=1.0, rng=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_confident_gnmax_answers_with_the_threshold_probability(secure: bool) -> None:
+    """P[answered] = P[max + N(0, σ₁²) ≥ T]; answered labels follow GNMax's two-class law."""
+    from scipy import stats
+
+    from rllib_privacy.mechanisms import UNANSWERED, confident_gnmax
+
+    n, sigma1, sigma2, threshold = 4000, 10.0, 3.0, 22.0
+    votes = np.tile([20, 17], (n, 1))
+    labels = confident_gnmax(
+        votes, threshold=threshold, sigma_threshold=sigma1, sigma=sigma2,
+        rng=np.random.default_rng(7), secure_mode=secure,
+    )  # fmt: skip
+    answered = labels != UNANSWERED
+    p = stats.norm.sf(threshold - 20, scale=sigma1)
+    assert abs(answered.mean() - p) <= K * math.sqrt(p * (1 - p) / n)
+    # Label 1 iff N(0, 2σ₂²) > 3.
+    wrong = stats.norm.sf(3, scale=math.sqrt(2) * sigma2)
+    k = int(answered.sum())
+    assert abs(np.mean(labels[answered] == 1) - wrong) <= K * math.sqrt(wrong * (1 - wrong) / k)
+    assert set(np.unique(labels)) <= {UNANSWERED, 0, 1}
+
+
+def test_confident_gnmax_shapes_and_errors() -> None:
+    from rllib_privacy.mechanisms import confident_gnmax
+
+    one = confident_gnmax([50, 0], threshold=-100.0, sigma_threshold=1.0, sigma=1.0)
+    assert one.shape == () and int(one) == 0
+    with pytest.raises(ValueError, match="threshold"):
+        confident_gnmax([5, 1], threshold=math.inf, sigma_threshold=1.0, sigma=1.0)
+    with pytest.raises(ValueError, match="sigma_threshold"):
+        confident_gnmax([5, 1], threshold=1.0, sigma_threshold=0.0, sigma=1.0)
