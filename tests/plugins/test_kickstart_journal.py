@@ -62,6 +62,8 @@ BASIC = {"composition": "basic", "delta_budget": 1.0}
 def _settings(**overrides: Any) -> TeacherSettings:
     values = {"k": 50.0, "eta": 0.1, "tau": 1e-3, "vanishing_coefficient": 0.5, "seed": 0}
     values["delta_samples"] = DELTA_SAMPLES
+    # No ε limit unless a test sets one: the default budget (10) would refuse these batches.
+    values["epsilon_budget"] = math.inf
     values.update(overrides)
     return TeacherSettings(**values)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def _student(teacher: Path, **training: Any) -> KickstartPPOConfig:
         "teacher_eta": 0.1,
         "teacher_tau": 1e-3,
         "teacher_seed": 0,
+        "teacher_epsilon_budget": math.inf,  # unless a test sets one (the default is 10)
         "train_batch_size_per_learner": BATCH,
         "minibatch_size": 50,
         "num_epochs": 3,
@@ -112,6 +114,40 @@ def test_budget_stops_the_teacher_and_masks_the_loss(teacher_checkpoint: Path) -
         assert second["privacy"]["epsilon_spent"] == first["privacy"]["epsilon_spent"] <= budget
     finally:
         algo.stop()
+
+
+def test_answer_cache_releases_each_code_once_and_survives_restore(
+    teacher_checkpoint: Path, tmp_path: Path
+) -> None:
+    config = _student(teacher_checkpoint, teacher_cache_bits=8, teacher_vanishing_coefficient=0.5)
+    algo = config.build_algo()
+    try:
+        for _ in range(2):
+            before = algo.train()
+        algo.save_to_path(str(tmp_path / "student"))
+    finally:
+        algo.stop()
+    kickstart, privacy = before["kickstart"], before["privacy"]
+    sampled = before["num_env_steps_sampled_lifetime"]
+    assert kickstart["teacher_asked"] == sampled
+    assert kickstart["teacher_answered"] + kickstart["teacher_cached"] == sampled
+    assert privacy["releases"] == kickstart["teacher_answered"] == kickstart["teacher_cache_size"]
+    assert 0 < privacy["releases"] < sampled / 4  # 8-bit codes: far fewer codes than states
+    assert kickstart["answered_fraction"] == 1.0
+    assert kickstart["epsilon_basic_composition"] > privacy["epsilon_spent"] > 0
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(str(tmp_path / "student"))
+        stats = restored._teacher.stats()
+        assert stats["releases"] == privacy["releases"]
+        assert stats["cache_size"] == kickstart["teacher_cache_size"]
+        after = restored.train()
+        # New releases only for codes never seen: the cached ones are not paid again.
+        new_codes = after["kickstart"]["teacher_cache_size"] - kickstart["teacher_cache_size"]
+        assert after["privacy"]["releases"] == privacy["releases"] + new_codes
+        assert after["kickstart"]["teacher_cached"] > kickstart["teacher_cached"]
+    finally:
+        restored.stop()
 
 
 def test_ledger_and_counts_survive_checkpoint_and_restore(

@@ -56,7 +56,9 @@ def _module(seed: int = 0) -> Any:
 
 
 def _settings(**overrides: Any) -> TeacherSettings:
+    # No ε limit unless a test sets one: the default budget (10) would refuse these batches.
     values = {"k": 20.0, "eta": 0.1, "tau": 1e-3, "adjacency": 0.01, "seed": 0}
+    values["epsilon_budget"] = math.inf
     values.update(overrides)
     return TeacherSettings(**values)
 
