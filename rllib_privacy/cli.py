@@ -532,6 +532,10 @@ def _report(
     errored = False
     for outcome in outcomes:
         errored |= _print_summary(outcome)
+    privacy = [line for outcome in outcomes if (line := _privacy_line(outcome))]
+    if privacy:
+        # Last, so that the privacy spent is the run's last word (and what `tail -1` shows).
+        print("\n" + "\n".join(privacy))
     if outcomes and outcomes[-1].interrupted:
         command = ["rllib", "train", "-f", experiment_file.path, "--resume"]
         if args.storage_path:
@@ -568,6 +572,31 @@ def _print_summary(outcome: _Outcome) -> bool:
             print(f"  checkpoint: {best.checkpoint.path}")
     print(f"  tensorboard --logdir {shlex.quote(exp.path)}")
     return errored > 0
+
+
+def _privacy_line(outcome: _Outcome) -> str | None:
+    """``privacy: '<exp>' spent ε = … at δ = …``, the largest over its trials, or None.
+
+    The largest, not the best trial's: a sweep's privacy cost is that of its most
+    expensive trial (each trial's spend is its own ledger's).
+    """
+    from ray.tune.utils import flatten_dict
+
+    spent = []
+    for result in outcome.grid or []:
+        flat = flatten_dict(result.metrics or {}, delimiter="/")
+        epsilon = flat.get(metric_keys.PRIVACY_EPSILON_SPENT)
+        if isinstance(epsilon, int | float) and not isinstance(epsilon, bool):
+            spent.append((float(epsilon), flat.get(metric_keys.PRIVACY_DELTA_SPENT)))
+    if not spent:
+        return None
+    epsilon, delta = max(spent, key=lambda pair: pair[0])
+    at_delta = f" at δ = {_format_number(float(delta))}" if isinstance(delta, int | float) else ""
+    trials = f" (largest of {len(spent)} trials)" if len(spent) > 1 else ""
+    return (
+        f"privacy: {outcome.experiment.name!r} spent ε = {_format_number(epsilon)}{at_delta}"
+        f"{trials}"
+    )
 
 
 def _best_result(grid: Any) -> Any:

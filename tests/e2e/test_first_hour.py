@@ -469,6 +469,33 @@ def test_summary_shows_ilm_and_exploration_headline_metrics(
         assert shown in out, shown
 
 
+def test_run_ends_with_the_largest_privacy_spend_of_each_experiment(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    from types import SimpleNamespace
+
+    from rllib_privacy import cli
+
+    def result(epsilon: float | None, ret: float) -> SimpleNamespace:
+        metrics: dict = {"env_runners": {"episode_return_mean": ret}, "done": True}
+        if epsilon is not None:
+            metrics["privacy"] = {"epsilon_spent": epsilon, "delta_spent": 1e-5}
+        return SimpleNamespace(metrics=metrics, error=None, path="/r/e/t", checkpoint=None)
+
+    private = SimpleNamespace(name="kick", path="/r/kick")
+    public = SimpleNamespace(name="ppo", path="/r/ppo")
+    outcomes = [
+        cli._Outcome(private, grid=[result(970.8, 500.0), result(12.5, 20.0)]),
+        cli._Outcome(public, grid=[result(None, 100.0)]),
+    ]
+    args = SimpleNamespace(storage_path=None)
+    assert cli._report(outcomes, SimpleNamespace(path="x.yaml"), args) == cli.EXIT_OK
+    lines = capsys.readouterr().out.strip().splitlines()
+    # The most expensive trial, not the best-returning one, and only private experiments.
+    assert lines[-1] == "privacy: 'kick' spent ε = 970.8 at δ = 1e-05 (largest of 2 trials)"
+    assert not any(line.startswith("privacy: 'ppo'") for line in lines)
+
+
 # ---- docs/cli.md -----------------------------------------------------------------------
 
 
