@@ -89,6 +89,8 @@ from harness import (
 
 STUDENT_YAML = REPO_ROOT / "tuned_configs" / "kickstart_dirichlet_cartpole.yaml"
 TEACHER_YAML = REPO_ROOT / "tuned_configs" / "kickstart_teacher_cartpole.yaml"
+AIRRAID_STUDENT_YAML = REPO_ROOT / "tuned_configs" / "kickstart_dirichlet_airraid.yaml"
+AIRRAID_TEACHER_YAML = REPO_ROOT / "tuned_configs" / "kickstart_teacher_airraid.yaml"
 
 #: Result keys (flattened with "/") read from the Tune result folders.
 RETURN_KEY = "env_runners/episode_return_mean"
@@ -119,6 +121,8 @@ class Task:
         why: Why this target (written into RESULTS.md).
         lower: A lower bar T₂ reported next to T (steps to T₂ and the speed-up there), for
             runs where T is mostly not reached within the cap.
+        student_yaml: Experiment file whose first config gives the students' settings.
+        teacher_yaml: Experiment file whose first config gives the teacher's settings.
 
     """
 
@@ -127,6 +131,8 @@ class Task:
     target: float
     why: str
     lower: float
+    student_yaml: Path = STUDENT_YAML
+    teacher_yaml: Path = TEACHER_YAML
 
 
 TASKS: dict[str, Task] = {
@@ -145,6 +151,17 @@ TASKS: dict[str, Task] = {
         "a random policy scores about −500)",
         -250.0,
     ),
+    # The paper's setting (Gohari et al. §5): run alone (its own YAMLs), on many cores.
+    "airraid": Task(
+        "airraid",
+        "ALE/AirRaid-ram-v5",
+        2000.0,
+        "about what the paper's PPO teachers reach on AirRaid-ram within 4M steps (a uniformly "
+        "random policy scores 500-700 per episode)",
+        1000.0,
+        student_yaml=AIRRAID_STUDENT_YAML,
+        teacher_yaml=AIRRAID_TEACHER_YAML,
+    ),
 }
 
 
@@ -157,6 +174,9 @@ class Arm:
         algorithm: Registered Tune trainable (``KickstartPPO`` or ``PPO``).
         overrides: Config keys that make this arm (on top of the student base config).
         description: One line for RESULTS.md.
+        tasks: The tasks it runs on (None: all). The paper's c-arms run on AirRaid only, the
+            budget arms on the classic-control tasks; this also keeps arm_of unambiguous
+            where an arm's overrides equal a task YAML's own values.
 
     """
 
@@ -164,7 +184,11 @@ class Arm:
     algorithm: str
     overrides: Mapping[str, Any]
     description: str
+    tasks: tuple[str, ...] | None = None
 
+
+#: The classic-control tasks (CartPole, Acrobot), where the budget arms run.
+CLASSIC = ("cartpole", "acrobot")
 
 ARMS: dict[str, Arm] = {
     "privacy-aware": Arm(
@@ -172,20 +196,39 @@ ARMS: dict[str, Arm] = {
         "KickstartPPO",
         {"teacher_mechanism": "dirichlet", "kickstart_lambda": 0.5},
         "KickstartPPO, Dirichlet teacher, λ = 0.5",
+        CLASSIC,
     ),
     "privacy-unaware": Arm(
         "privacy-unaware",
         "KickstartPPO",
         {"teacher_mechanism": "dirichlet", "kickstart_lambda": 0.0},
         "KickstartPPO, Dirichlet teacher, λ = 0",
+        CLASSIC,
     ),
     "plain-kickstart": Arm(
         "plain-kickstart",
         "KickstartPPO",
         {"teacher_mechanism": "none", "kickstart_lambda": 0.0},
         "KickstartPPO, non-private teacher (`teacher_mechanism: none`), λ = 0",
+        CLASSIC,
     ),
     "no-kickstart": Arm("no-kickstart", "PPO", {}, "plain RLlib PPO, no teacher"),
+    # The paper's vanishing coefficients (AirRaid figures), for both kinds of student.
+    **{
+        f"{kind}-c{c}": Arm(
+            f"{kind}-c{c}",
+            "KickstartPPO",
+            {
+                "teacher_mechanism": "dirichlet",
+                "kickstart_lambda": lam,
+                "teacher_vanishing_coefficient": c,
+            },
+            f"KickstartPPO, Dirichlet teacher, λ = {lam}, c = {c}",
+            ("airraid",),
+        )
+        for kind, lam in (("aware", 0.5), ("unaware", 0.0))
+        for c in (0.1, 0.3, 0.9)
+    },
     # Points of the privacy-utility curve: smaller budgets, made usable by the answer cache.
     "aware-eps100-cache32": Arm(
         "aware-eps100-cache32",
@@ -197,6 +240,7 @@ ARMS: dict[str, Arm] = {
             "teacher_cache_bits": 32,
         },
         "privacy-aware with ε budget 100 and a 32-bit answer cache",
+        CLASSIC,
     ),
     "aware-eps10-cache16": Arm(
         "aware-eps10-cache16",
@@ -208,6 +252,7 @@ ARMS: dict[str, Arm] = {
             "teacher_cache_bits": 16,
         },
         "privacy-aware with ε budget 10 and a 16-bit answer cache",
+        CLASSIC,
     ),
     "aware-eps10-k5-cache24": Arm(
         "aware-eps10-k5-cache24",
@@ -220,6 +265,7 @@ ARMS: dict[str, Arm] = {
             "teacher_k": 5.0,
         },
         "privacy-aware with ε budget 10, k₀ = 5 and a 24-bit answer cache",
+        CLASSIC,
     ),
 }
 
@@ -485,10 +531,13 @@ def arm_of(algorithm: str, config: Mapping[str, Any]) -> str:
 
     """
     # The most specific arm wins: every privacy-utility point also matches "privacy-aware".
+    task = next((t.name for t in TASKS.values() if t.env == config.get("env")), None)
     matches = [
         arm
         for arm in ARMS.values()
-        if arm.algorithm == algorithm and all(config.get(k) == v for k, v in arm.overrides.items())
+        if arm.algorithm == algorithm
+        and (arm.tasks is None or task is None or task in arm.tasks)
+        and all(config.get(k) == v for k, v in arm.overrides.items())
     ]
     if matches:
         return max(matches, key=lambda arm: len(arm.overrides)).name
@@ -778,6 +827,8 @@ def run_sample_efficiency(args: argparse.Namespace, storage: Path) -> list[TaskR
         points = []
         for task in tasks:
             for arm in arms:
+                if arm.tasks is not None and task.name not in arm.tasks:
+                    continue
                 point = {"env": task.env, **{key: base[key] for key in varied}, **arm.overrides}
                 if algorithm == "KickstartPPO":
                     point["teacher_checkpoint"] = teachers[task.env][1].path
@@ -1630,14 +1681,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--tasks",
         type=_csv(tuple(TASKS), "tasks"),
-        default=list(TASKS),
+        default=list(CLASSIC),
         help=f"comma-separated tasks ({', '.join(TASKS)})",
     )
     g.add_argument(
         "--arms",
         type=_csv(tuple(ARMS), "arms"),
-        default=list(ARMS),
-        help=f"comma-separated student arms ({', '.join(ARMS)})",
+        default=None,
+        help=f"comma-separated student arms ({', '.join(ARMS)}) [every arm of the --tasks]",
     )
     g.add_argument("--seeds", type=positive_int, default=None, help="seeds per arm [3]")
     g.add_argument("--seed", type=int, default=0, help="student seeds are SEED, SEED+1, ...")
@@ -1672,14 +1723,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--student-config",
         type=Path,
-        default=STUDENT_YAML,
-        help="YAML whose first experiment's config gives the students' settings",
+        default=None,
+        help="YAML whose first experiment's config gives the students' settings [the tasks']",
     )
     g.add_argument(
         "--teacher-config",
         type=Path,
-        default=TEACHER_YAML,
-        help="YAML whose first experiment's config gives the teachers' settings",
+        default=None,
+        help="YAML whose first experiment's config gives the teachers' settings [the tasks']",
     )
     g.add_argument(
         "--storage-path",
@@ -1764,6 +1815,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(
             "--analyze-only/--reuse-teachers need --storage-path (the earlier run's Tune folder)"
         )
+    if args.arms is None:
+        args.arms = [
+            name
+            for name, arm in ARMS.items()
+            if arm.tasks is None or any(task in arm.tasks for task in args.tasks)
+        ]
+    for option, field in (("student_config", "student_yaml"), ("teacher_config", "teacher_yaml")):
+        if getattr(args, option) is None:
+            files = {getattr(TASKS[task], field) for task in args.tasks}
+            if len(files) > 1:
+                parser.error(
+                    f"--tasks {','.join(args.tasks)} have different experiment files "
+                    f"({', '.join(sorted(map(str, files)))}): run them separately or give "
+                    f"--{option.replace('_', '-')}"
+                )
+            setattr(args, option, files.pop())
     args.command_line = command_line(__file__, argv)
     if args.plot_dir is None and args.write_results:
         args.plot_dir = BENCH_DIR

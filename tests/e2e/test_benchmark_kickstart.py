@@ -208,7 +208,15 @@ def test_overhead_ratio_and_target(bench) -> None:
 def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None:
     args = bench.parse_args([])
     assert args.tasks == ["cartpole", "acrobot"] and args.seeds == 3
-    assert args.arms == ["privacy-aware", "privacy-unaware", "plain-kickstart", "no-kickstart"]
+    assert args.arms == [
+        "privacy-aware",
+        "privacy-unaware",
+        "plain-kickstart",
+        "no-kickstart",
+        "aware-eps100-cache32",
+        "aware-eps10-cache16",
+        "aware-eps10-k5-cache24",
+    ]
     assert args.plot_dir is None and not args.write_results
     assert args.command_line == "python benchmarks/kickstart.py"
     quick = bench.parse_args(["--quick", "--seeds", "4"])
@@ -349,3 +357,69 @@ def test_lower_table_reports_the_speedup_at_the_lower_bar(bench) -> None:
     table = bench.lower_table(result)
     assert "| privacy-aware | 2/3 | 10,000 | 5,000 – not reached | 2.00× |" in table
     assert "| no-kickstart | 0/3 | not reached |" in table
+
+
+def test_arm_of_picks_the_most_specific_arm_of_the_task(bench) -> None:
+    cartpole = {
+        "env": "CartPole-v1",
+        "teacher_mechanism": "dirichlet",
+        "kickstart_lambda": 0.5,
+        "teacher_vanishing_coefficient": 0.9,  # the YAML's c: not the AirRaid c-arm here
+        "teacher_epsilon_budget": 1000.0,
+        "teacher_cache_bits": 0,
+        "teacher_k": 50.0,
+    }
+    assert bench.arm_of("KickstartPPO", cartpole) == "privacy-aware"
+    small = {**cartpole, "teacher_epsilon_budget": 10.0, "teacher_cache_bits": 16}
+    assert bench.arm_of("KickstartPPO", small) == "aware-eps10-cache16"
+    assert bench.arm_of("KickstartPPO", {**small, "teacher_cache_bits": 24, "teacher_k": 5.0}) == (
+        "aware-eps10-k5-cache24"
+    )
+    airraid = {**cartpole, "env": "ALE/AirRaid-ram-v5", "teacher_vanishing_coefficient": 0.3}
+    assert bench.arm_of("KickstartPPO", airraid) == "aware-c0.3"
+    assert bench.arm_of("KickstartPPO", {**airraid, "kickstart_lambda": 0.0}) == "unaware-c0.3"
+
+
+def test_default_arms_and_experiment_files_follow_the_tasks(bench) -> None:
+    classic = bench.parse_args(["--tasks", "cartpole,acrobot"])
+    assert "aware-eps10-cache16" in classic.arms and "plain-kickstart" in classic.arms
+    assert not any(arm.endswith(("-c0.1", "-c0.3", "-c0.9")) for arm in classic.arms)
+    assert classic.student_config == bench.STUDENT_YAML
+    airraid = bench.parse_args(["--tasks", "airraid"])
+    assert set(airraid.arms) == {
+        "no-kickstart",
+        *(f"{kind}-c{c}" for kind in ("aware", "unaware") for c in (0.1, 0.3, 0.9)),
+    }
+    assert airraid.student_config == bench.AIRRAID_STUDENT_YAML
+    assert airraid.teacher_config == bench.AIRRAID_TEACHER_YAML
+    with pytest.raises(SystemExit):  # CartPole's and AirRaid's YAMLs differ
+        bench.parse_args(["--tasks", "cartpole,airraid"])
+
+
+def test_tradeoff_table_gives_both_accountings_of_the_same_runs(bench) -> None:
+    private = {"epsilon_spent": 970.8, "delta_spent": 1e-5, "releases": 24_000.0}
+    basic = {"epsilon_basic": 4.08e5, "delta_basic": 0.035, "asked": 56_000.0, "cached": 0.0}
+    aware = bench.ArmResult(
+        "privacy-aware",
+        [
+            _run(bench, seed, INF, steps_to_lower=steps, **private, **basic)
+            for seed, steps in enumerate((20_000.0, 24_000.0, 30_000.0))
+        ],
+        cap=72_000,
+    )
+    baseline = bench.ArmResult(
+        "no-kickstart", [_run(bench, s, INF, steps_to_lower=48_000.0) for s in range(3)], 72_000
+    )
+    teacher = _run(bench, 0, 72_000.0, steps_to_lower=38_000.0)
+    result = bench.TaskResult(
+        bench.TASKS["cartpole"], teacher, 150_000, [aware, baseline], None, 1.0
+    )
+    lines = bench.tradeoff_table(result).splitlines()
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[0] == "privacy-aware"
+    assert cells[1] == "971" and cells[2] == "4.08e+05 (δ 0.035)"
+    assert cells[3] == "24,000" and cells[4] == "56,000 / 0"
+    assert cells[5] == "3/3" and cells[6] == "1.58×"  # 38,000 / 24,000
+    cells = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert cells[0] == "no-kickstart" and cells[1] == cells[2] == "—"
+    assert cells[6] == "0.79×"
