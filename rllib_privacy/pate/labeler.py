@@ -25,7 +25,13 @@ import numpy as np
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms import NoiseStreams, noisy_max, plurality
+from rllib_privacy.mechanisms import (
+    NoiseStreams,
+    confident_gnmax,
+    gaussian_noisy_max,
+    noisy_max,
+    plurality,
+)
 from rllib_privacy.pate.teachers import TeacherEnsemble
 from rllib_privacy.teachers.journaling import same_node_strategy
 
@@ -40,18 +46,25 @@ JOURNAL_COMPONENT = "pate_labeler"
 class PATELabeler:
     """Noisy-max labels from a teacher ensemble under one budgeted ledger.
 
+    The aggregator is the ledger's (:attr:`PATELedger.aggregator`): LNMax (γ), GNMax (σ) or
+    Confident-GNMax (threshold, σ₁, σ₂; a query below the threshold is recorded, costs the
+    threshold step, and gets no label).
+
     Args:
         teacher_dirs: RLModule directories of the teachers.
         observation_space: The student's observation space.
         action_space: The student's (Discrete) action space.
-        ledger: The ledger (γ, δ, budget) to spend from.
+        ledger: The ledger (aggregator and its noise, δ, budget) to spend from.
         seed: Seed of the noise; None draws it from OS entropy (use a seed only for
             experiments). A fresh OS-entropy nonce is mixed in per labeler (see
             ``NoiseStreams``), so a restored labeler never repeats earlier noise.
-        secure_mode: Floating-point-safe noisy max (OpenDP Laplace; see ``noisy_max``);
-            the seed then does not drive the noise.
+        secure_mode: Floating-point-safe noise from OpenDP (see ``noisy_max``,
+            ``gaussian_noisy_max``, ``confident_gnmax``); the seed then does not drive it.
         track_label_agreement: Count how often the noisy label equals the noiseless
-            plurality. NOT private (it is a function of the votes); off for deployments.
+            plurality. NOT private (it is a function of the votes): off by default.
+        report_data_dependent_epsilon: Report the un-noised data-dependent ε in
+            :meth:`metrics` (``epsilon_data_dependent``). NOT private (a function of the
+            votes): off by default.
         journal_path: File of the write-ahead privacy journal (see
             ``rllib_privacy.teachers.journaling``), or None (no journal: tests). The votes of
             every answered batch are journaled before its labels are returned; records
@@ -67,7 +80,8 @@ class PATELabeler:
         action_space: gym.Space,
         ledger: PATELedger,
         seed: int | None = None,
-        track_label_agreement: bool = True,
+        track_label_agreement: bool = False,
+        report_data_dependent_epsilon: bool = False,
         secure_mode: bool = False,
         journal_path: str | None = None,
     ) -> None:
@@ -83,7 +97,8 @@ class PATELabeler:
         self._ledger = ledger
         self._rng = NoiseStreams(seed).spawn()
         self._secure_mode = bool(secure_mode)
-        self._track_agreement = track_label_agreement
+        self._track_agreement = bool(track_label_agreement)
+        self._report_dependent = bool(report_data_dependent_epsilon)
         self._agreements = 0
         self._requested = 0
         self._stopped = False
@@ -128,26 +143,44 @@ class PATELabeler:
         if self._stopped or not len(observations):
             return labels, self._stopped
         ledger = self._ledger
+        confident = ledger.aggregator == "confident_gnmax"
+        noisy = flags = None
         if ledger.budget_basis == "data_independent":
             # The budget does not need the votes to decide: only states that will be
-            # answered are shown to the teachers.
+            # answered are shown to the teachers (Confident-GNMax: each assumed answered).
             answered = ledger.affordable(num_queries=len(observations))
             votes = self._ensemble.votes(observations[:answered])
         else:
             votes = self._ensemble.votes(observations)
-            answered = ledger.affordable(votes)
+            if confident:  # its cost depends on which queries pass the threshold
+                noisy = self._aggregate(votes)
+                flags = noisy != UNLABELED
+            answered = ledger.affordable(votes, answered=flags)
             votes = votes[:answered]
         if answered:
+            extra: dict[str, Any] = {}
+            if confident:
+                # Which queries pass the threshold is part of what the ledger records, so
+                # the noise is drawn before the journal entry (nothing has left yet).
+                noisy = self._aggregate(votes) if noisy is None else noisy[:answered]
+                flags = noisy != UNLABELED
+                extra["answered"] = flags.tolist()
             if self._journal is not None:
                 # Write-ahead: what ledger.record needs (the votes), durable before any label
                 # of this batch can leave the labeler.
-                self._journal.append("queries", votes=votes.tolist(), gamma=ledger.gamma)
-            ledger.record(votes)
-            labels[:answered] = noisy_max(
-                votes, gamma=ledger.gamma, rng=self._rng, secure_mode=self._secure_mode
-            )
+                self._journal.append(
+                    "queries",
+                    votes=votes.tolist(),
+                    gamma=ledger.gamma,
+                    mechanism=ledger.mechanism(),
+                    **extra,
+                )
+            ledger.record(votes, answered=flags)
+            if noisy is None:
+                noisy = self._aggregate(votes)
+            labels[:answered] = noisy
             if self._track_agreement:
-                self._agreements += int(np.sum(labels[:answered] == plurality(votes)))
+                self._agreements += int(np.sum(noisy == plurality(votes)))
         # Stop at the first query that does not fit. (With the data-dependent basis a
         # later state with a larger vote gap might still fit; answering it would pick
         # queries by their private votes.)
@@ -159,22 +192,47 @@ class PATELabeler:
         self._stopped = stopped
         return labels, self._stopped
 
+    def _aggregate(self, votes: np.ndarray) -> np.ndarray:
+        """The ledger's aggregator on ``votes``: labels, ``UNLABELED`` where not answered."""
+        ledger, secure = self._ledger, self._secure_mode
+        if ledger.aggregator == "lnmax":
+            return noisy_max(votes, gamma=ledger.gamma, rng=self._rng, secure_mode=secure)
+        if ledger.aggregator == "gnmax":
+            return gaussian_noisy_max(votes, sigma=ledger.sigma, rng=self._rng, secure_mode=secure)
+        return confident_gnmax(
+            votes,
+            threshold=ledger.threshold,
+            sigma_threshold=ledger.sigma_threshold,
+            sigma=ledger.sigma,
+            rng=self._rng,
+            secure_mode=secure,
+        )
+
     def metrics(self) -> dict[str, float]:
-        """Ledger-derived metrics (``label_agreement`` is a non-private diagnostic)."""
+        """Ledger-derived metrics; ``epsilon`` is the publishable (data-independent) ε.
+
+        ``label_agreement`` and ``epsilon_data_dependent`` are functions of the votes (NOT
+        private): present only when turned on.
+        """
         ledger = self._ledger
         queries = ledger.num_queries
-        agreement = self._agreements / queries if queries and self._track_agreement else math.nan
-        return {
+        out = {
             "queries": queries,
+            "answered": ledger.num_answered,
             "requested": self._requested,
-            "epsilon": ledger.epsilon,
+            "epsilon": ledger.epsilon_data_independent,
             "epsilon_data_independent": ledger.epsilon_data_independent,
             "delta": ledger.delta,
             "budget_exhausted": float(self._stopped),
-            "label_agreement": agreement,
             "num_teachers": len(self._ensemble),
             "replayed_queries": self._replayed,
         }
+        if self._track_agreement:
+            answered = ledger.num_answered
+            out["label_agreement"] = self._agreements / answered if answered else math.nan
+        if self._report_dependent:
+            out["epsilon_data_dependent"] = ledger.epsilon
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-safe state: the ledger and the diagnostic counters."""
@@ -225,6 +283,16 @@ class PATELabeler:
         for record in records:
             kind = record.get("kind")
             if kind == "queries":
+                mechanism = record.get("mechanism")
+                if mechanism is not None and mechanism != self._ledger.mechanism():
+                    # Each query's cost depends on these settings: replaying the votes under
+                    # other ones would misstate the spent ε.
+                    raise PrivacyJournalError(
+                        f"privacy journal {str(self._journal.path)!r} record {record['seq']} "
+                        f"was answered with {_settings(mechanism)}, but this run has "
+                        f"{_settings(self._ledger.mechanism())}; resume with the same settings "
+                        "or use another privacy_journal_dir"
+                    )
                 if record["gamma"] != self._ledger.gamma:
                     # The votes' moments depend on γ: replaying them at another γ would
                     # misstate the spent ε.
@@ -235,7 +303,10 @@ class PATELabeler:
                         "or use another privacy_journal_dir"
                     )
                 votes = np.asarray(record["votes"])
-                self._ledger.replay(votes)
+                answered = record.get("answered")
+                self._ledger.replay(
+                    votes, answered=None if answered is None else np.asarray(answered, dtype=bool)
+                )
                 self._replayed += len(votes)
             elif kind == "stop":
                 self._stopped = True
@@ -253,6 +324,18 @@ class PATELabeler:
         self._agreements = int(state["agreements"])
         self._requested = int(state["requested"])
         self._stopped = bool(state["stopped"])
+
+
+def _settings(mechanism: dict[str, Any]) -> str:
+    """``pate_aggregator=..., pate_gnmax_sigma=...``: a journal's settings as config keys."""
+    names = {
+        "aggregator": "pate_aggregator",
+        "gamma": "pate_gamma",
+        "sigma": "pate_gnmax_sigma",
+        "threshold": "pate_confident_threshold",
+        "sigma_threshold": "pate_confident_sigma",
+    }
+    return ", ".join(f"{names.get(k, k)}={v!r}" for k, v in mechanism.items())
 
 
 def create_labeler_actor(**kwargs: Any) -> Any:

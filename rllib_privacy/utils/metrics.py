@@ -19,6 +19,10 @@ PRIVACY_RELEASES = "privacy/releases"
 PATE_QUERIES = "pate/queries"
 PATE_EPSILON = "pate/epsilon"
 PATE_EPSILON_DATA_INDEPENDENT = "pate/epsilon_data_independent"
+#: NON-PRIVATE diagnostic: the un-noised data-dependent ε (a function of the votes).
+PATE_EPSILON_DATA_DEPENDENT = "pate/epsilon_data_dependent"
+#: Queries that got a label (Confident-GNMax leaves some unanswered).
+PATE_ANSWERED = "pate/answered"
 #: NON-PRIVATE diagnostic: share of answered queries whose noisy label is the plurality.
 PATE_LABEL_AGREEMENT = "pate/label_agreement"
 PATE_BUDGET_EXHAUSTED = "pate/budget_exhausted"

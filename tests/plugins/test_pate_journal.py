@@ -308,3 +308,33 @@ def test_algorithm_restored_into_a_new_folder_keeps_every_query(
             third.restore_from_path(checkpoint)
     finally:
         third.stop()
+
+
+def test_gnmax_journal_replays_answered_flags_and_refuses_other_settings(
+    teachers: list[str], tmp_path: Path
+) -> None:
+    journal = tmp_path / "pate_labeler.jsonl"
+    settings = {"aggregator": "confident_gnmax", "sigma": 1.0, "sigma_threshold": 1.0}
+
+    def confident(threshold: float) -> PATELabeler:
+        return PATELabeler(
+            teachers,
+            observation_space=ENV.observation_space,
+            action_space=ENV.action_space,
+            ledger=PATELedger(delta=DELTA, threshold=threshold, **settings),
+            seed=0,
+            journal_path=str(journal),
+        )
+
+    # Threshold 2 of 3 teachers, noise 1: some queries pass, some do not.
+    labeler = confident(2.0)
+    for seed in range(3):
+        labeler.label(_obs(10, seed))
+    answered = labeler.metrics()["answered"]
+    assert 0 < answered < 30
+    restarted = confident(2.0)
+    assert restarted.metrics()["answered"] == answered
+    assert restarted.metrics()["epsilon"] == labeler.metrics()["epsilon"]
+    other = confident(3.0)
+    with pytest.raises(PrivacyConfigError, match="pate_confident_threshold=2.0, .* has .*=3.0"):
+        other.ping()

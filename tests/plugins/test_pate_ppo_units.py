@@ -134,18 +134,25 @@ def test_query_selection() -> None:
         select_query_states(4, selection="least_confident", limit=3, rng=rng)
 
 
-def _labeler(teachers: list[Path], **ledger_kwargs: object) -> PATELabeler:
+def _labeler(
+    teachers: list[Path], *, diagnostics: bool = False, **ledger_kwargs: object
+) -> PATELabeler:
+    settings = {"delta": 1e-5, **ledger_kwargs}
+    if settings.get("aggregator", "lnmax") == "lnmax":
+        settings["gamma"] = 0.5
     return PATELabeler(
         teachers,
         observation_space=ENV.observation_space,
         action_space=ENV.action_space,
-        ledger=PATELedger(gamma=0.5, delta=1e-5, **ledger_kwargs),
+        ledger=PATELedger(**settings),  # type: ignore[arg-type]
         seed=0,
+        track_label_agreement=diagnostics,
+        report_data_dependent_epsilon=diagnostics,
     )
 
 
 def test_labeler_answers_until_the_budget_then_unlabeled(teachers: list[Path]) -> None:
-    labeler = _labeler(teachers, max_queries=30)
+    labeler = _labeler(teachers, max_queries=30, diagnostics=True)
     observations = np.random.default_rng(1).normal(size=(20, 4)).astype(np.float32)
     labels, exhausted = labeler.label(observations)
     assert np.all(np.isin(labels, [0, 1])) and not exhausted
@@ -156,9 +163,10 @@ def test_labeler_answers_until_the_budget_then_unlabeled(teachers: list[Path]) -
     metrics = labeler.metrics()
     assert metrics["queries"] == 30 and metrics["requested"] == 60
     assert metrics["budget_exhausted"] == 1.0 and 0.0 <= metrics["label_agreement"] <= 1.0
-    assert metrics["epsilon"] <= metrics["epsilon_data_independent"]
+    assert metrics["epsilon_data_dependent"] <= metrics["epsilon"]
+    assert metrics["epsilon"] == metrics["epsilon_data_independent"]
 
-    restored = _labeler(teachers)
+    restored = _labeler(teachers, diagnostics=True)
     restored.load_state_dict(json.loads(json.dumps(labeler.state_dict())))
     assert restored.metrics() == metrics
     assert np.all(restored.label(observations)[0] == UNLABELED)
@@ -166,12 +174,49 @@ def test_labeler_answers_until_the_budget_then_unlabeled(teachers: list[Path]) -
 
 def test_labeler_epsilon_budget_and_data_dependent_basis(teachers: list[Path]) -> None:
     budget = 12.0
-    labeler = _labeler(teachers, epsilon_budget=budget, budget_basis="data_dependent")
+    labeler = _labeler(
+        teachers, epsilon_budget=budget, budget_basis="data_dependent", diagnostics=True
+    )
     observations = np.random.default_rng(2).normal(size=(200, 4)).astype(np.float32)
     labels, exhausted = labeler.label(observations)
     answered = int(np.sum(labels != UNLABELED))
     assert 0 < answered < 200 and exhausted
-    assert labeler.metrics()["epsilon"] <= budget + 1e-9
+    assert labeler.metrics()["epsilon_data_dependent"] <= budget + 1e-9
+
+
+def test_labeler_publishes_no_vote_dependent_number_by_default(teachers: list[Path]) -> None:
+    labeler = _labeler(teachers, max_queries=30)
+    labeler.label(np.random.default_rng(1).normal(size=(20, 4)).astype(np.float32))
+    metrics = labeler.metrics()
+    assert "label_agreement" not in metrics and "epsilon_data_dependent" not in metrics
+    assert metrics["epsilon"] == metrics["epsilon_data_independent"] > 0
+
+
+def test_labeler_with_gnmax_and_confident_gnmax(teachers: list[Path]) -> None:
+    observations = np.random.default_rng(3).normal(size=(40, 4)).astype(np.float32)
+    gnmax = _labeler(teachers, aggregator="gnmax", sigma=0.5, max_queries=30)
+    labels, exhausted = gnmax.label(observations)
+    assert np.all(np.isin(labels[:30], [0, 1])) and np.all(labels[30:] == UNLABELED)
+    assert exhausted and gnmax.metrics()["answered"] == 30
+    # A threshold above the number of teachers with tiny noise: nothing is answered, yet
+    # every query pays the threshold step.
+    teachers_count = len(teachers)
+    confident = _labeler(
+        teachers, aggregator="confident_gnmax", sigma=0.5, threshold=teachers_count + 50.0,
+        sigma_threshold=1.0, max_queries=30,
+    )  # fmt: skip
+    labels, _ = confident.label(observations[:10])
+    metrics = confident.metrics()
+    assert np.all(labels == UNLABELED) and metrics["queries"] == 10 and metrics["answered"] == 0
+    assert metrics["epsilon_data_independent"] > 0
+    easy = _labeler(
+        teachers, aggregator="confident_gnmax", sigma=0.5, threshold=-50.0, sigma_threshold=1.0
+    )
+    labels, _ = easy.label(observations[:10])
+    assert np.all(np.isin(labels, [0, 1])) and easy.metrics()["answered"] == 10
+    restored = _labeler(teachers, aggregator="gnmax", sigma=0.5)
+    restored.load_state_dict(json.loads(json.dumps(gnmax.state_dict())))
+    assert restored.metrics() == gnmax.metrics()
 
 
 def test_config_rejects_bad_pate_settings_by_key() -> None:
@@ -188,6 +233,22 @@ def test_config_rejects_bad_pate_settings_by_key() -> None:
         ({"pate_queries_per_sample": 0}, "config key 'pate_queries_per_sample'"),
         ({"pate_label_loss_coeff": math.nan}, "config key 'pate_label_loss_coeff'"),
         ({"callbacks_class": None}, "config key 'callbacks_class' must include"),
+        ({"pate_aggregator": "rnmax"}, "config key 'pate_aggregator' must be one of"),
+        ({"pate_aggregator": "gnmax"}, "config key 'pate_gnmax_sigma' is required"),
+        (
+            {"pate_aggregator": "confident_gnmax", "pate_gnmax_sigma": 40.0},
+            "config key 'pate_confident_threshold' is required",
+        ),
+        (
+            {"pate_aggregator": "gnmax", "pate_gnmax_sigma": 40.0, "pate_confident_sigma": 1.0},
+            "config key 'pate_confident_sigma' applies to pate_aggregator confident_gnmax",
+        ),
+        ({"pate_gnmax_sigma": 4.0}, "config key 'pate_gnmax_sigma' applies to"),
+        (
+            {"pate_aggregator": "gnmax", "pate_gnmax_sigma": -1.0},
+            "config key 'pate_gnmax_sigma' must be a finite number > 0.0",
+        ),
+        ({"pate_log_data_dependent_epsilon": "yes"}, "'pate_log_data_dependent_epsilon' must be"),
     ]
     for change, message in cases:
         config = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
@@ -202,5 +263,17 @@ def test_config_rejects_bad_pate_settings_by_key() -> None:
     good.update_from_dict({**base, "pate_delta": "1e-5", "pate_epsilon_budget": math.inf})
     good.validate()
     assert good.build_pate_ledger().delta == 1e-5
+    assert good.pate_log_label_agreement is False  # the non-private diagnostics are off
+    confident = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
+    confident.update_from_dict(
+        {**base, "pate_aggregator": "confident_gnmax", "pate_gnmax_sigma": 40,
+         "pate_confident_threshold": 200, "pate_confident_sigma": "150"}
+    )  # fmt: skip
+    confident.validate()
+    ledger = confident.build_pate_ledger()
+    assert ledger.mechanism() == {
+        "aggregator": "confident_gnmax", "sigma": 40.0, "threshold": 200.0,
+        "sigma_threshold": 150.0,
+    }  # fmt: skip
     with pytest.raises(PrivacyConfigError, match="did you mean 'pate_gamma'"):
         PATEPPOConfig().update_from_dict({"pate_gama": 0.1})

@@ -31,7 +31,7 @@ from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
 from rllib_privacy.accounting import PATELedger
-from rllib_privacy.accounting.pate import BUDGET_BASES
+from rllib_privacy.accounting.pate import AGGREGATORS, BUDGET_BASES
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.callbacks.pate_labeling import (
     LABELER_ATTR,
@@ -61,7 +61,11 @@ HEADLINE_KEYS = (
 PATE_DEFAULTS: dict[str, Any] = {
     "pate_teacher_checkpoints": None,
     "pate_num_teachers": None,
+    "pate_aggregator": "lnmax",
     "pate_gamma": 0.05,
+    "pate_gnmax_sigma": None,
+    "pate_confident_threshold": None,
+    "pate_confident_sigma": None,
     "pate_delta": 1e-5,
     "pate_epsilon_budget": 10.0,
     "pate_max_queries": None,
@@ -70,7 +74,8 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_query_selection": "least_confident",
     "pate_queries_per_sample": 100,
     "pate_label_loss_coeff": 1.0,
-    "pate_log_label_agreement": True,
+    "pate_log_label_agreement": False,
+    "pate_log_data_dependent_epsilon": False,
     "pate_secure_mode": False,
     "privacy_journal_dir": None,
 }
@@ -123,7 +128,11 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
         *,
         pate_teacher_checkpoints: str | list[str] | None = NotProvided,  # type: ignore[assignment]
         pate_num_teachers: int | None = NotProvided,  # type: ignore[assignment]
+        pate_aggregator: str = NotProvided,  # type: ignore[assignment]
         pate_gamma: float = NotProvided,  # type: ignore[assignment]
+        pate_gnmax_sigma: float | None = NotProvided,  # type: ignore[assignment]
+        pate_confident_threshold: float | None = NotProvided,  # type: ignore[assignment]
+        pate_confident_sigma: float | None = NotProvided,  # type: ignore[assignment]
         pate_delta: float = NotProvided,  # type: ignore[assignment]
         pate_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
         pate_max_queries: int | None = NotProvided,  # type: ignore[assignment]
@@ -133,6 +142,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
         pate_queries_per_sample: int | None = NotProvided,  # type: ignore[assignment]
         pate_label_loss_coeff: float = NotProvided,  # type: ignore[assignment]
         pate_log_label_agreement: bool = NotProvided,  # type: ignore[assignment]
+        pate_log_data_dependent_epsilon: bool = NotProvided,  # type: ignore[assignment]
         pate_secure_mode: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Sets the teacher ensemble, its noisy-max labels, their budget and their loss.
@@ -141,7 +151,13 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             pate_teacher_checkpoints: Teacher RLModule dirs, Algorithm checkpoints, or an
                 experiment folder of teacher trials (a path or a list of paths). Required.
             pate_num_teachers: Use only the first n teachers found (None: all).
-            pate_gamma: γ, inverse Laplace noise scale of noisy max (each query 2γ-DP).
+            pate_aggregator: ``lnmax`` (Laplace noisy max, 2017), ``gnmax`` (Gaussian noisy
+                max, 2018) or ``confident_gnmax`` (GNMax on queries whose top vote passes a
+                noisy threshold, 2018).
+            pate_gamma: γ, inverse Laplace noise scale of LNMax (each query 2γ-DP).
+            pate_gnmax_sigma: σ of GNMax's Gaussian vote noise (gnmax, confident_gnmax).
+            pate_confident_threshold: Threshold T on the top vote count (confident_gnmax).
+            pate_confident_sigma: σ₁ of the threshold's Gaussian noise (confident_gnmax).
             pate_delta: δ of the reported (ε, δ).
             pate_epsilon_budget: Stop answering before ε exceeds this (``inf``: no limit).
             pate_max_queries: Stop after this many answered queries (None: no cap).
@@ -151,8 +167,9 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             pate_queries_per_sample: Most states sent per EnvRunner sample (None: all).
             pate_label_loss_coeff: Weight of the cross-entropy to the labels.
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
-            pate_secure_mode: Floating-point-safe noisy max (OpenDP Laplace, OS entropy);
-                the seed then does not drive the labels' noise.
+            pate_log_data_dependent_epsilon: Report the NON-PRIVATE un-noised data-dependent ε.
+            pate_secure_mode: Floating-point-safe vote noise (OpenDP, OS entropy); the seed
+                then does not drive the labels' noise.
 
         Returns:
             This updated config.
@@ -214,16 +231,12 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
         check_journal_dir(self.privacy_journal_dir)
-        if not isinstance(self.pate_log_label_agreement, bool):
-            raise PrivacyConfigError(
-                "config key 'pate_log_label_agreement' must be true or false, "
-                f"got {self.pate_log_label_agreement!r}"
-            )
-        if not isinstance(self.pate_secure_mode, bool):
-            raise PrivacyConfigError(
-                "config key 'pate_secure_mode' must be true or false, "
-                f"got {self.pate_secure_mode!r}"
-            )
+        for key in ("pate_log_label_agreement", "pate_log_data_dependent_epsilon",
+                    "pate_secure_mode"):  # fmt: skip
+            if not isinstance(getattr(self, key), bool):
+                raise PrivacyConfigError(
+                    f"config key '{key}' must be true or false, got {getattr(self, key)!r}"
+                )
         if self.seed is not None:
             # The labeler's noise is seeded from the run's seed (config.seed).
             warn_fixed_seed("seed (PATE labeler noise)", secure_mode=self.pate_secure_mode)
@@ -234,13 +247,16 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
                 "config key 'callbacks_class' must include PATELabelingCallback for PATEPPO "
                 "(e.g. a list [PATELabelingCallback, YourCallback])"
             )
-        gamma = _as_float(self.pate_gamma)
-        _check_number("pate_gamma", gamma, low=0.0, closed=False)
-        if gamma > MAX_PATE_GAMMA:  # The moments 2γ²l(l+1) would overflow a float.
-            raise PrivacyConfigError(
-                f"config key 'pate_gamma' must be at most {MAX_PATE_GAMMA:g} (noise scale "
-                f"1/γ; each query costs 2γ), got {self.pate_gamma!r}"
-            )
+        _check_choice("pate_aggregator", self.pate_aggregator, AGGREGATORS)
+        if self.pate_aggregator == "lnmax":
+            gamma = _as_float(self.pate_gamma)
+            _check_number("pate_gamma", gamma, low=0.0, closed=False)
+            if gamma > MAX_PATE_GAMMA:  # The moments 2γ²l(l+1) would overflow a float.
+                raise PrivacyConfigError(
+                    f"config key 'pate_gamma' must be at most {MAX_PATE_GAMMA:g} (noise scale "
+                    f"1/γ; each query costs 2γ), got {self.pate_gamma!r}"
+                )
+        self._validate_gnmax_settings()
         delta = _as_float(self.pate_delta)
         _check_number("pate_delta", delta, low=0.0, closed=False)
         if delta >= 1.0:
@@ -251,11 +267,47 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             _check_number("pate_epsilon_budget", budget, low=0.0, closed=False)
         self.build_pate_ledger()  # Everything it checks was checked above.
 
+    def _validate_gnmax_settings(self) -> None:
+        """The GNMax keys: required by their aggregator, numbers in range."""
+        needed = {
+            "lnmax": (),
+            "gnmax": ("pate_gnmax_sigma",),
+            "confident_gnmax": (
+                "pate_gnmax_sigma",
+                "pate_confident_threshold",
+                "pate_confident_sigma",
+            ),
+        }[self.pate_aggregator]
+        for key in ("pate_gnmax_sigma", "pate_confident_threshold", "pate_confident_sigma"):
+            value = _as_float(getattr(self, key))
+            if key not in needed:
+                if value is not None:
+                    raise PrivacyConfigError(
+                        f"config key '{key}' applies to pate_aggregator "
+                        f"{'confident_gnmax' if 'confident' in key else 'gnmax or confident_gnmax'}"
+                        f", not {self.pate_aggregator!r}; remove it or change pate_aggregator"
+                    )
+                continue
+            if value is None:
+                raise PrivacyConfigError(
+                    f"config key '{key}' is required with pate_aggregator: {self.pate_aggregator}"
+                )
+            if key == "pate_confident_threshold":
+                _check_number(key, value, low=0.0, closed=True)
+            else:
+                _check_number(key, value, low=0.0, closed=False)
+
     def build_pate_ledger(self) -> PATELedger:
-        """A fresh, empty ledger with this config's γ, δ and budget."""
+        """A fresh, empty ledger with this config's aggregator, noise, δ and budget."""
         budget = self.pate_epsilon_budget
+        aggregator = self.pate_aggregator
+        confident = aggregator == "confident_gnmax"
         return PATELedger(
-            gamma=_as_float(self.pate_gamma),
+            aggregator=aggregator,
+            gamma=_as_float(self.pate_gamma) if aggregator == "lnmax" else None,
+            sigma=None if aggregator == "lnmax" else _as_float(self.pate_gnmax_sigma),
+            threshold=_as_float(self.pate_confident_threshold) if confident else None,
+            sigma_threshold=_as_float(self.pate_confident_sigma) if confident else None,
             delta=_as_float(self.pate_delta),
             max_order=self.pate_max_order,
             epsilon_budget=math.inf if budget is None else _as_float(budget),
@@ -325,6 +377,7 @@ class PATEPPO(PPO):
             ledger=config.build_pate_ledger(),
             seed=config.seed,
             track_label_agreement=config.pate_log_label_agreement,
+            report_data_dependent_epsilon=config.pate_log_data_dependent_epsilon,
             secure_mode=config.pate_secure_mode,
             journal_path=str(journal),
         )
@@ -346,26 +399,28 @@ class PATEPPO(PPO):
         self._share_labeler()
         super().training_step()
         pate = ray.get(self._labeler.metrics.remote())
-        basis_epsilon = (
-            pate["epsilon_data_independent"]
-            if self.config.pate_budget_basis == "data_independent"
-            else pate["epsilon"]
-        )
+        # Everything here is publishable: the data-independent ε is a function of the
+        # number of queries (and answers) only. The vote-dependent numbers are logged only
+        # when turned on (non-private diagnostics).
         values = {
             "pate_epsilon": pate["epsilon"],
             "pate_epsilon_data_independent": pate["epsilon_data_independent"],
             "pate_queries": pate["queries"],
             keys.PATE_QUERIES: pate["queries"],
+            keys.PATE_ANSWERED: pate["answered"],
             keys.PATE_EPSILON: pate["epsilon"],
             keys.PATE_EPSILON_DATA_INDEPENDENT: pate["epsilon_data_independent"],
-            keys.PATE_LABEL_AGREEMENT: pate["label_agreement"],
             keys.PATE_BUDGET_EXHAUSTED: pate["budget_exhausted"],
             keys.PATE_NUM_TEACHERS: pate["num_teachers"],
-            keys.PRIVACY_EPSILON_SPENT: basis_epsilon,
+            keys.PRIVACY_EPSILON_SPENT: pate["epsilon_data_independent"],
             keys.PRIVACY_DELTA_SPENT: pate["delta"],
             keys.PRIVACY_RELEASES: pate["queries"],
             keys.PRIVACY_RELEASES_REPLAYED: pate["replayed_queries"],
         }
+        if "label_agreement" in pate:
+            values[keys.PATE_LABEL_AGREEMENT] = pate["label_agreement"]
+        if "epsilon_data_dependent" in pate:
+            values[keys.PATE_EPSILON_DATA_DEPENDENT] = pate["epsilon_data_dependent"]
         for key, value in values.items():
             self.metrics.log_value(tuple(key.split("/")), value, window=1)
 
