@@ -51,7 +51,14 @@ def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_csv: Path)
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     tags = _scalar_tags(storage)
-    for tag in ("ilm/kl_ratio", "ilm/pdp_violations", "ilm/pdp_pass_rate", "kl_ratio"):
+    for tag in (
+        "ilm/kl_ratio",
+        "ilm/pdp_violations",
+        "ilm/pdp_pass_rate",
+        "kl_ratio",
+        "ilm/kl_ratio_repaired",
+        "ilm/repaired_instances",
+    ):
         assert f"ray/tune/{tag}" in tags, tag
     return next(storage.rglob("checkpoint_000000"))
 
@@ -80,6 +87,14 @@ def test_evaluate_reports_pdp_and_kl_against_laplace(
     assert code == (0 if summary["pdp_violations"] == 0 else 1)
     assert summary["kl_ratio_policy"] == pytest.approx(summary["kl_policy"] / summary["kl_laplace"])
     assert "uniform Laplace" in out and "pDP check:" in out
+    # The released assignment is the repaired one: never a violation, never a narrower scale.
+    assert summary["pdp_violations_released"] == 0
+    assert summary["repaired_instances"] >= (1 if summary["pdp_violations"] else 0)
+    assert summary["kl_ratio_released"] == pytest.approx(
+        summary["kl_released"] / summary["kl_laplace"]
+    )
+    assert summary["kl_greedy"] <= summary["kl_best_single"]
+    assert "released (repaired" in out and "greedy per-instance" in out
     # Bins that do not match the trained module's observation size are refused.
     code, _, err = _evaluate(
         capsys,
@@ -146,3 +161,11 @@ def test_bad_env_config_is_named_before_ray_starts(
     err = capsys.readouterr().err
     assert expected in err and "ilm-dqn" in err, err
     assert ray.is_initialized() == was_running  # rejected before Ray was started
+
+
+def test_actions_option_is_parsed() -> None:
+    from rllib_privacy.ilm_evaluate import parse_actions
+
+    assert parse_actions(None) is None
+    assert parse_actions("geometric:12") == "geometric:12"
+    assert parse_actions("3/eps, 0.5,0.005") == ("3/eps", 0.5, 0.005)
