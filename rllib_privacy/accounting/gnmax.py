@@ -32,7 +32,9 @@ sensitivity of the summed bound at every distance d (Algorithms 3-5; Prop. 13) g
 β-smooth sensitivity ``SS_β = max_d e^{−βd}·LS(d)``; the release
 ``ε̃(λ) = ε_dd(λ) + SS_β·N(0, σ_s²)`` is itself
 ``(λ, λ·e^{2β}/σ_s² + (βλ − ½·ln(1 − 2βλ))/(λ − 1))``-RDP (λ < 1/(2β)), and the published
-ε is ``ε̃(λ) + that cost + ln(1/δ)/(λ − 1)`` (:func:`release_data_dependent_epsilon`).
+ε is ``ε̃(λ) + that cost + ln(1 − 1/λ) − (ln δ + ln λ)/(λ − 1)`` (the RDP conversion
+``dp_accounting`` uses; the paper uses the slightly larger ``ln(1/δ)/(λ − 1)``)
+(:func:`release_data_dependent_epsilon`).
 
 Cross-checked against the authors' reference functions (tensorflow/privacy,
 ``research/pate_2018/core.py`` and ``smooth_sensitivity.py``) on random vote histograms:
@@ -581,7 +583,7 @@ class SmoothSensitivityRelease:
     """A privately released data-dependent ε (:func:`release_data_dependent_epsilon`).
 
     Attributes:
-        epsilon: The publishable ε: noisy RDP + GNSS cost + ``ln(1/δ)/(λ − 1)``.
+        epsilon: The publishable ε: noisy RDP + GNSS cost + the RDP-to-DP conversion term.
         order: The fixed order λ.
         delta: δ.
         beta: Smoothness β.
@@ -624,7 +626,8 @@ def release_data_dependent_epsilon(
     At the fixed order λ (choose it before seeing the votes, e.g. from the data-independent
     analysis), sums the queries' data-dependent RDP and local sensitivities, takes the
     β-smooth sensitivity and adds ``SS_β·N(0, σ_s²)``. The published
-    ``ε = ε̃(λ) + gnss_rdp(β, σ_s, λ) + ln(1/δ)/(λ − 1)`` covers the queries and the release.
+    ``ε = ε̃(λ) + gnss_rdp(β, σ_s, λ) + ln(1 − 1/λ) − (ln δ + ln λ)/(λ − 1)`` covers the
+    queries and the release.
 
     Args:
         votes: Vote histograms ``(N, m)`` of every query asked.
@@ -680,7 +683,12 @@ def release_data_dependent_epsilon(
     cost = gnss_rdp(beta, release_sigma, order)
     rng = np.random.default_rng() if rng is None else rng
     noisy = float(total) + ss * release_sigma * float(rng.standard_normal())
-    epsilon = noisy + cost + math.log(1.0 / float(delta)) / (order - 1.0)
+    # RDP at one order to (ε, δ): the conversion dp_accounting uses (Canonne, Kamath &
+    # Steinke 2020, Prop. 12); never above the standard ln(1/δ)/(λ − 1).
+    conversion = math.log1p(-1.0 / order) - (math.log(float(delta)) + math.log(order)) / (
+        order - 1.0
+    )
+    epsilon = noisy + cost + conversion
     return SmoothSensitivityRelease(
         epsilon=epsilon,
         order=order,

@@ -6,6 +6,7 @@ labeling callback) import Ray and live in their own modules.
 
 from rllib_privacy.pate.supervised import (
     QUERY_SELECTIONS,
+    STUDENTS,
     SupervisedPATEResult,
     load_digits_split,
     run_digits_pate,
@@ -14,6 +15,7 @@ from rllib_privacy.pate.supervised import (
 
 __all__ = [
     "QUERY_SELECTIONS",
+    "STUDENTS",
     "SupervisedPATEResult",
     "load_digits_split",
     "run_digits_pate",

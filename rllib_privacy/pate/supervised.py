@@ -1,9 +1,12 @@
-"""The classic, supervised PATE pipeline (Papernot et al. 2017) on scikit-learn's digits.
+"""The classic, supervised PATE pipeline (Papernot et al. 2017, 2018) on scikit-learn's digits.
 
 Private data is split into disjoint partitions, one teacher per partition; a student is
-trained only on public samples labeled by the teachers' noisy max (at most
-``max_queries`` labels, and no more than the ε budget allows); the rest of the public
-split stays unlabeled. Accuracy and ε (data-dependent and data-independent) are reported.
+trained only on public samples labeled by the teachers' aggregated votes (LNMax, GNMax or
+Confident-GNMax; at most ``max_queries`` queries, and no more than the ε budget allows); the
+rest of the public split stays unlabeled (a semi-supervised student,
+``student="label_spreading"``, uses it as well, as the papers' students do). Accuracy and ε
+(data-independent; the un-noised data-dependent one; for the GNMax aggregators optionally
+the data-dependent one released with smooth-sensitivity noise) are reported.
 
 Ray-free: numpy and scikit-learn only. ``sklearn.datasets.load_digits`` ships with
 scikit-learn (1,797 8×8 images, 10 classes), so nothing is downloaded.
@@ -18,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy.accounting import PATELedger
-from rllib_privacy.mechanisms import noisy_max, plurality
+from rllib_privacy.accounting import PATELedger, release_data_dependent_epsilon
+from rllib_privacy.mechanisms import confident_gnmax, gaussian_noisy_max, noisy_max, plurality
 
 __all__ = [
     "QUERY_SELECTIONS",
+    "STUDENTS",
     "SupervisedPATEResult",
     "load_digits_split",
     "partition_indices",
@@ -35,6 +39,10 @@ __all__ = [
 #: How public samples are chosen for labeling: in random order, or the student's
 #: least-confident first (paper App. B.2; the first half of the queries is random).
 QUERY_SELECTIONS = ("random", "least_confident")
+
+#: The student model: the teachers' model kind on the labeled samples only, or scikit-learn's
+#: LabelSpreading (k-NN graph) over all public samples, labeled and unlabeled.
+STUDENTS = ("same", "label_spreading")
 
 ModelFactory = Callable[[], Any]
 
@@ -140,11 +148,17 @@ class SupervisedPATEResult:
 
     Attributes:
         num_teachers: Ensemble size.
-        gamma: Inverse Laplace noise scale γ.
-        num_queries: Labels the student received (answered queries).
+        gamma: Inverse Laplace noise scale γ (LNMax; NaN otherwise).
+        num_queries: Queries asked of the teachers.
         epsilon: Data-dependent ε (un-noised, not itself private).
         epsilon_data_independent: Data-independent ε.
         delta: δ.
+        aggregator: ``"lnmax"``, ``"gnmax"`` or ``"confident_gnmax"``.
+        sigma: GNMax's σ (NaN for LNMax).
+        num_answered: Labels the student received.
+        epsilon_released: The data-dependent ε released with smooth-sensitivity noise
+            (:func:`~rllib_privacy.accounting.release_data_dependent_epsilon`; its own
+            cost included), NaN when not released.
         teacher_accuracy: Mean test accuracy of single teachers.
         ensemble_accuracy: Test accuracy of the noiseless plurality (non-private reference).
         label_accuracy: Share of the student's noisy labels that are correct.
@@ -162,13 +176,17 @@ class SupervisedPATEResult:
     ensemble_accuracy: float
     label_accuracy: float
     student_accuracy: float
+    aggregator: str = "lnmax"
+    sigma: float = math.nan
+    num_answered: int = 0
+    epsilon_released: float = math.nan
 
 
 def run_supervised_pate(
     data: dict[str, np.ndarray],
     *,
     num_teachers: int,
-    gamma: float,
+    gamma: float | None = None,
     delta: float = 1e-5,
     max_queries: int = 300,
     epsilon_budget: float = math.inf,
@@ -178,36 +196,53 @@ def run_supervised_pate(
     make_model: ModelFactory = _default_model,
     teachers: list[Any] | None = None,
     secure_mode: bool = False,
+    aggregator: str = "lnmax",
+    sigma: float | None = None,
+    threshold: float | None = None,
+    sigma_threshold: float | None = None,
+    student: str = "same",
+    release_order: float | None = None,
+    release_sigma: float = 20.0,
 ) -> SupervisedPATEResult:
-    """Teachers on disjoint private partitions → noisy-max labels → student; accuracy and ε.
+    """Teachers on disjoint private partitions → aggregated labels → student; accuracy and ε.
 
     Args:
         data: Splits as returned by :func:`load_digits_split`.
         num_teachers: Number of teachers n (disjoint partitions of the private data).
-        gamma: Inverse Laplace noise scale γ of each query.
+        gamma: Inverse Laplace noise scale γ of each query (LNMax only).
         delta: δ of the reported ε.
-        max_queries: Most labels the student may ask for (Q).
+        max_queries: Most queries the student may ask (Q).
         epsilon_budget: Stop asking once the next query would take the data-independent
             ε over this (``math.inf``: only ``max_queries`` limits).
         selection: ``"random"`` or ``"least_confident"`` (see :data:`QUERY_SELECTIONS`).
-        max_order: Largest moment order of the accountant.
+        max_order: Largest moment order of the LNMax accountant.
         seed: Seed of partitioning, query order and noise.
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
         teachers: Already trained teachers (from :func:`train_teachers` with the same
             ``num_teachers``) to reuse across settings; None trains them here.
-        secure_mode: Draw the vote noise with OpenDP's floating-point-safe Laplace sampler
-            from OS entropy (see :func:`~rllib_privacy.mechanisms.noisy_max`); the seed then
-            drives only partitioning and query order.
+        secure_mode: Draw the vote noise with OpenDP's floating-point-safe samplers from
+            OS entropy; the seed then drives only partitioning and query order.
+        aggregator: ``"lnmax"``, ``"gnmax"`` or ``"confident_gnmax"``.
+        sigma: GNMax's σ (σ₂ of Confident-GNMax).
+        threshold: Confident-GNMax's threshold T.
+        sigma_threshold: Confident-GNMax's σ₁.
+        student: ``"same"`` or ``"label_spreading"`` (see :data:`STUDENTS`).
+        release_order: With a GNMax aggregator, release the data-dependent ε at this fixed
+            Rényi order with smooth-sensitivity noise (None: no release).
+        release_sigma: σ_s of that release's noise.
 
     Returns:
         A :class:`SupervisedPATEResult`.
 
     Raises:
-        ValueError: For an unknown ``selection`` or invalid accountant settings.
+        ValueError: For an unknown ``selection`` or ``student``, or invalid accountant
+            settings.
 
     """
     if selection not in QUERY_SELECTIONS:
         raise ValueError(f"selection must be one of {list(QUERY_SELECTIONS)}, got {selection!r}")
+    if student not in STUDENTS:
+        raise ValueError(f"student must be one of {list(STUDENTS)}, got {student!r}")
     rng = np.random.default_rng(seed)
     num_classes = int(max(data["y_private"].max(), data["y_test"].max())) + 1
     if teachers is None:
@@ -217,8 +252,13 @@ def run_supervised_pate(
         )  # fmt: skip
     elif len(teachers) != num_teachers:
         raise ValueError(f"teachers has {len(teachers)} models, num_teachers is {num_teachers}")
+    confident = aggregator == "confident_gnmax"
     ledger = PATELedger(
+        aggregator=aggregator,
         gamma=gamma,
+        sigma=sigma,
+        threshold=threshold,
+        sigma_threshold=sigma_threshold,
         delta=delta,
         max_order=max_order,
         epsilon_budget=epsilon_budget,
@@ -228,37 +268,71 @@ def run_supervised_pate(
     unlabeled = list(rng.permutation(len(x_public)))
     labeled_idx: list[int] = []
     labels: list[int] = []
-    student = None
+    asked_votes: list[np.ndarray] = []
+    asked_flags: list[np.ndarray] = []
+
+    def aggregate(votes: np.ndarray) -> np.ndarray:
+        if aggregator == "lnmax":
+            return noisy_max(votes, gamma=gamma, rng=rng, secure_mode=secure_mode)
+        if aggregator == "gnmax":
+            return gaussian_noisy_max(votes, sigma=sigma, rng=rng, secure_mode=secure_mode)
+        return confident_gnmax(
+            votes, threshold=threshold, sigma_threshold=sigma_threshold, sigma=sigma, rng=rng,
+            secure_mode=secure_mode,
+        )  # fmt: skip
 
     def ask(count: int) -> None:
         chosen = [unlabeled.pop(0) for _ in range(min(count, len(unlabeled)))]
         if not chosen:
             return
         votes = teacher_votes(teachers, x_public[chosen], num_classes)
-        answered = ledger.affordable(votes)  # stop at the budget: no label beyond it
-        ledger.record(votes[:answered])
-        labeled_idx.extend(chosen[:answered])
-        labels.extend(
-            noisy_max(votes[:answered], gamma=gamma, rng=rng, secure_mode=secure_mode).tolist()
-        )
+        # Stop at the budget: no query beyond it (data-independent: each assumed answered).
+        asked = ledger.affordable(num_queries=len(chosen))
+        votes, chosen = votes[:asked], chosen[:asked]
+        if not asked:
+            return
+        noisy = aggregate(votes)
+        flags = noisy >= 0
+        ledger.record(votes, answered=flags if confident else None)
+        asked_votes.append(votes)
+        asked_flags.append(flags)
+        labeled_idx.extend(int(i) for i, f in zip(chosen, flags, strict=True) if f)
+        labels.extend(int(label) for label in noisy[flags])
+
+    def fit() -> Any:
+        return _fit_student(make_model, x_public, labeled_idx, labels, student)
 
     if selection == "random":
         ask(max_queries)
-        student = _fit_student(make_model, x_public, labeled_idx, labels)
+        model = fit()
     else:
         ask(max_queries // 2)
-        student = _fit_student(make_model, x_public, labeled_idx, labels)
-        if student is not None and unlabeled:
+        model = fit()
+        if model is not None and unlabeled:
             # Least confident first: lowest top-class probability of the current student.
-            confidence = student.predict_proba(x_public[unlabeled]).max(axis=1)
+            confidence = model.predict_proba(x_public[unlabeled]).max(axis=1)
             unlabeled = [unlabeled[i] for i in np.argsort(confidence, kind="stable")]
-        ask(max_queries - len(labeled_idx))
-        student = _fit_student(make_model, x_public, labeled_idx, labels)
+        ask(max_queries - ledger.num_queries)
+        model = fit()
 
+    released = math.nan
+    if release_order is not None and aggregator != "lnmax" and asked_votes:
+        released = release_data_dependent_epsilon(
+            np.concatenate(asked_votes),
+            sigma=sigma,
+            order=release_order,
+            delta=delta,
+            answered=np.concatenate(asked_flags) if confident else None,
+            threshold=threshold,
+            sigma_threshold=sigma_threshold,
+            release_sigma=release_sigma,
+            num_teachers=num_teachers,
+            rng=rng,
+        ).epsilon
     test_votes = teacher_votes(teachers, data["x_test"], num_classes)
     return SupervisedPATEResult(
         num_teachers=num_teachers,
-        gamma=float(gamma),
+        gamma=math.nan if gamma is None else float(gamma),
         num_queries=ledger.num_queries,
         epsilon=ledger.epsilon,
         epsilon_data_independent=ledger.epsilon_data_independent,
@@ -273,20 +347,38 @@ def run_supervised_pate(
             else math.nan
         ),
         student_accuracy=(
-            float(np.mean(student.predict(data["x_test"]) == data["y_test"]))
-            if student is not None
+            float(np.mean(model.predict(data["x_test"]) == data["y_test"]))
+            if model is not None
             else math.nan
         ),
+        aggregator=aggregator,
+        sigma=math.nan if sigma is None else float(sigma),
+        num_answered=ledger.num_answered,
+        epsilon_released=released,
     )
 
 
 def _fit_student(
-    make_model: ModelFactory, x: np.ndarray, indices: list[int], labels: list[int]
+    make_model: ModelFactory,
+    x: np.ndarray,
+    indices: list[int],
+    labels: list[int],
+    student: str = "same",
 ) -> Any:
-    """Fit the student on the labeled public samples (None if fewer than two classes)."""
+    """Fit the student on the labeled public samples (None if fewer than two classes).
+
+    ``"label_spreading"`` fits scikit-learn's LabelSpreading (7-NN graph) on every public
+    sample, the unlabeled ones marked -1: post-processing of the labels and public data.
+    """
     if len(set(labels)) < 2:
         return None
-    return make_model().fit(x[indices], np.asarray(labels))
+    if student == "same":
+        return make_model().fit(x[indices], np.asarray(labels))
+    from sklearn.semi_supervised import LabelSpreading
+
+    targets = np.full(len(x), -1, dtype=np.int64)
+    targets[indices] = labels
+    return LabelSpreading(kernel="knn", n_neighbors=7, max_iter=200).fit(x, targets)
 
 
 def run_digits_pate(*, data_seed: int = 0, **kwargs: Any) -> SupervisedPATEResult:

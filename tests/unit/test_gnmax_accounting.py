@@ -166,7 +166,9 @@ def test_smooth_sensitivity_release() -> None:
     )
     assert release.release_cost == pytest.approx(setting["gnss_rdp"], rel=1e-12)
     dd = gnmax_rdp(votes, sigma=sigma, orders=[SS_ORDER]).sum()
-    center = dd + release.release_cost + math.log(1e5) / (SS_ORDER - 1)
+    conversion = math.log1p(-1 / SS_ORDER) - (math.log(1e-5) + math.log(SS_ORDER)) / (SS_ORDER - 1)
+    assert conversion < math.log(1e5) / (SS_ORDER - 1)
+    center = dd + release.release_cost + conversion
     z = np.random.default_rng(0).standard_normal()
     assert release.epsilon == pytest.approx(center + release.noise_std * z, rel=1e-12)
     assert release.noise_std == pytest.approx(release.smooth_sensitivity * 20.0)

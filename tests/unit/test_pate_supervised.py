@@ -86,3 +86,24 @@ def test_secure_mode_labels_are_accounted_like_the_default(data: dict[str, np.nd
     assert secure.epsilon == pytest.approx(default.epsilon)
     assert secure.epsilon_data_independent == pytest.approx(default.epsilon_data_independent)
     assert secure.label_accuracy > 0.6
+
+
+def test_confident_gnmax_pipeline_answers_confident_queries_and_releases_epsilon(
+    data: dict[str, np.ndarray],
+) -> None:
+    """10 teachers; threshold 8 with little noise: only high-consensus queries get labels."""
+    settings = {"aggregator": "confident_gnmax", "threshold": 8.0, "sigma_threshold": 1.0}
+    result = run_supervised_pate(
+        data, num_teachers=10, sigma=1.0, max_queries=120, seed=0, student="label_spreading",
+        release_order=8.0, **settings, **FAST,
+    )  # fmt: skip
+    assert result.num_queries == 120 and 20 < result.num_answered < 120
+    assert result.label_accuracy > 0.85 and result.student_accuracy > 0.6
+    assert result.epsilon < result.epsilon_data_independent
+    assert math.isfinite(result.epsilon_released) and result.epsilon_released > 0
+    gnmax = run_supervised_pate(
+        data, num_teachers=10, aggregator="gnmax", sigma=1.0, max_queries=50, seed=0, **FAST
+    )
+    assert gnmax.num_answered == gnmax.num_queries == 50 and math.isnan(gnmax.epsilon_released)
+    with pytest.raises(ValueError, match="student"):
+        run_supervised_pate(data, num_teachers=10, gamma=1.0, student="gan", **FAST)
