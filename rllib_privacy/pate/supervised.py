@@ -159,6 +159,7 @@ class SupervisedPATEResult:
         epsilon_released: The data-dependent ε released with smooth-sensitivity noise
             (:func:`~rllib_privacy.accounting.release_data_dependent_epsilon`; its own
             cost included), NaN when not released.
+        release_noise_std: Standard deviation of that release's noise (NaN without one).
         teacher_accuracy: Mean test accuracy of single teachers.
         ensemble_accuracy: Test accuracy of the noiseless plurality (non-private reference).
         label_accuracy: Share of the student's noisy labels that are correct.
@@ -180,6 +181,7 @@ class SupervisedPATEResult:
     sigma: float = math.nan
     num_answered: int = 0
     epsilon_released: float = math.nan
+    release_noise_std: float = math.nan
 
 
 def run_supervised_pate(
@@ -286,18 +288,25 @@ def run_supervised_pate(
         if not chosen:
             return
         votes = teacher_votes(teachers, x_public[chosen], num_classes)
-        # Stop at the budget: no query beyond it (data-independent: each assumed answered).
-        asked = ledger.affordable(num_queries=len(chosen))
-        votes, chosen = votes[:asked], chosen[:asked]
-        if not asked:
-            return
-        noisy = aggregate(votes)
-        flags = noisy >= 0
-        ledger.record(votes, answered=flags if confident else None)
-        asked_votes.append(votes)
-        asked_flags.append(flags)
-        labeled_idx.extend(int(i) for i, f in zip(chosen, flags, strict=True) if f)
-        labels.extend(int(label) for label in noisy[flags])
+        start = 0
+        while start < len(chosen):
+            # Stop at the budget: no query beyond it. Each chunk fits even if all of it is
+            # answered; Confident-GNMax pays less for what it leaves unanswered, so the
+            # next chunk may fit again (a decision on past outputs only).
+            fits = ledger.affordable(num_queries=len(chosen) - start)
+            if not fits:
+                break
+            part = votes[start : start + fits]
+            noisy = aggregate(part)
+            flags = noisy >= 0
+            ledger.record(part, answered=flags if confident else None)
+            asked_votes.append(part)
+            asked_flags.append(flags)
+            indices = chosen[start : start + fits]
+            labeled_idx.extend(int(i) for i, f in zip(indices, flags, strict=True) if f)
+            labels.extend(int(label) for label in noisy[flags])
+            start += fits
+        unlabeled[:0] = chosen[start:]  # not asked: still available
 
     def fit() -> Any:
         return _fit_student(make_model, x_public, labeled_idx, labels, student)
@@ -315,9 +324,9 @@ def run_supervised_pate(
         ask(max_queries - ledger.num_queries)
         model = fit()
 
-    released = math.nan
+    released = noise_std = math.nan
     if release_order is not None and aggregator != "lnmax" and asked_votes:
-        released = release_data_dependent_epsilon(
+        release = release_data_dependent_epsilon(
             np.concatenate(asked_votes),
             sigma=sigma,
             order=release_order,
@@ -328,7 +337,8 @@ def run_supervised_pate(
             release_sigma=release_sigma,
             num_teachers=num_teachers,
             rng=rng,
-        ).epsilon
+        )
+        released, noise_std = release.epsilon, release.noise_std
     test_votes = teacher_votes(teachers, data["x_test"], num_classes)
     return SupervisedPATEResult(
         num_teachers=num_teachers,
@@ -355,6 +365,7 @@ def run_supervised_pate(
         sigma=math.nan if sigma is None else float(sigma),
         num_answered=ledger.num_answered,
         epsilon_released=released,
+        release_noise_std=noise_std,
     )
 
 

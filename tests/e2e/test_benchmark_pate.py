@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+import pytest
 from benchmark_modules import benchmark_fixture
 
 bench = benchmark_fixture("pate")
@@ -31,3 +33,25 @@ def test_results_md_parts_are_replaced_in_place(bench, tmp_path: Path) -> None:
     assert "keep" in text and "second" in text and "first" not in text and "rl one" in text
     assert text.count("<!-- pate:start -->") == 1 and text.count("<!-- pate:digits:start -->") == 1
     assert text.index("<!-- pate:digits:end -->") < text.index("<!-- pate:rl:start -->")
+
+
+def test_equal_epsilon_calibration_and_quick_options(bench) -> None:
+    from rllib_privacy.accounting import GNMAX_ORDERS, pate_epsilon, rdp_to_epsilon
+
+    gamma = bench.lnmax_gamma_for(5.0, 100)
+    assert pate_epsilon(100, gamma=gamma, delta=1e-5).epsilon == pytest.approx(5.0, rel=1e-6)
+    sigma = bench.gnmax_sigma_for(5.0, 100)
+    orders = np.array(GNMAX_ORDERS)
+    spent = rdp_to_epsilon(orders, 100 * orders / sigma**2, 1e-5)
+    assert spent == pytest.approx(5.0, rel=1e-6)
+    assert bench._confident("0.7:0.35:0.15") == [(0.7, 0.35, 0.15)]
+    args = bench.build_parser().parse_args(["--quick"])
+    assert args.quick and args.digits_target_epsilon == 5.0
+
+
+@pytest.mark.slow
+def test_quick_digits_part_prints_the_aggregator_table(bench, capsys) -> None:
+    assert bench.main(["--parts", "digits", "--quick"]) == 0
+    out = capsys.readouterr().out
+    for name in ("LNMax", "GNMax", "Confident-GNMax", "Best student accuracy"):
+        assert name in out
