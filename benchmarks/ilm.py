@@ -383,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--unassigned", choices=("uniform", "same"), help="env_config unassigned (YAML's)"
     )
     parser.add_argument(
+        "--utility-reward",
+        choices=("paper", "marginal"),
+        help="env_config utility_reward (YAML's)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -416,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.set:
         key, _, value = item.partition("=")
         config[key.strip()] = json.loads(value)
-    for key in ("max_instances", "actions", "unassigned"):
+    for key in ("max_instances", "actions", "unassigned", "utility_reward"):
         if getattr(args, key):
             config["env_config"][key] = getattr(args, key)
     epsilons = [float(e) for e in args.epsilons.split(",")]

@@ -28,6 +28,12 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
   exactly (an earlier instance can be pushed over ε by later choices, and only this
   terminal check sees it): ``R_E = +1`` if all are within ε, else ``-k`` for the k
   instances over ε (each violated constraint scores its -1).
+- ``utility_reward: marginal`` (an option; ``paper`` is the default) replaces ``R_U`` by the
+  step's KL improvement scaled to the episode, ``n·(KL_{t-1} - KL_t)/KL_LAP`` (potential-based
+  shaping with potential ``-n·KL/KL_LAP``; the episode's sum is ``n·(1 - KL_final/KL_LAP)``).
+  The paper's ``R_U`` scores the whole assignment at every step, so one instance's choice
+  moves it by about ``1/n`` of the ±1 of ``R_E``: too little for a Q-function to tell the
+  feasible actions apart.
 
 **Release.** Whatever the policy chose, the assignment that is released goes through
 :func:`rllib_privacy.accounting.ilm_scales.repair_scales` (it widens scales until every
@@ -107,6 +113,8 @@ class ILMSettings:
             "if every remaining instance chose the same").
         secure_mode: :meth:`InstanceWiseLaplaceEnv.release` draws OpenDP's
             floating-point-safe Laplace noise instead of numpy's.
+        utility_reward: ``"paper"`` (``R_U`` of the whole assignment, the default) or
+            ``"marginal"`` (the step's KL improvement × n / KL_LAP).
 
     """
 
@@ -122,10 +130,13 @@ class ILMSettings:
     subsample_seed: int = 0
     unassigned: str = "uniform"
     secure_mode: bool = False
+    utility_reward: str = "paper"
 
 
 #: Allowed values of ``unassigned``.
 UNASSIGNED_RULES: tuple[str, ...] = ("uniform", "same")
+#: Allowed values of ``utility_reward``.
+UTILITY_REWARDS: tuple[str, ...] = ("paper", "marginal")
 
 ENV_CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ILMSettings))
 
@@ -185,6 +196,10 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
         raise _key_error("secure_mode", "true or false", settings.secure_mode)
     if settings.unassigned not in UNASSIGNED_RULES:
         raise _key_error("unassigned", f"one of {list(UNASSIGNED_RULES)}", settings.unassigned)
+    if settings.utility_reward not in UTILITY_REWARDS:
+        raise _key_error(
+            "utility_reward", f"one of {list(UTILITY_REWARDS)}", settings.utility_reward
+        )
     actions = settings.actions
     if isinstance(actions, str):
         geometric_count(actions)
@@ -401,6 +416,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self.scales = np.full(self.n, self.uniform_scale)
         self._rows = np.full(self.n, self.action_scales.size)
         self._pmf = self._uniform_pmf()
+        self._kl = self.kl_laplace
 
     def _uniform_pmf(self) -> np.ndarray:
         return self._masses[self._value_index, -1].mean(axis=0)
@@ -463,7 +479,11 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self._step += 1
         terminated = self._step == self.n
         kl = kl_divergence(self.data_pmf, self._pmf)
-        reward_u = 1.0 - kl / self.kl_laplace if kl < self.kl_laplace else -1.0
+        if self.settings.utility_reward == "marginal":
+            reward_u = self.n * (self._kl - kl) / self.kl_laplace
+        else:
+            reward_u = 1.0 - kl / self.kl_laplace if kl < self.kl_laplace else -1.0
+        self._kl = kl
         info: dict[str, Any] = {"kl": kl, "kl_ratio": kl / self.kl_laplace}
         if terminated:
             # Exact check of every instance, with every scale final.

@@ -247,3 +247,27 @@ def test_geometric_actions_span_the_smallest_paper_scale_to_uniform(tmp_path: Pa
             InstanceWiseLaplaceEnv({"actions": bad})
     with pytest.raises(PrivacyConfigError, match="key 'actions' must be a scale set that fits"):
         InstanceWiseLaplaceEnv({"actions": "geometric:4", "epsilon": 5000.0})
+
+
+def test_marginal_utility_reward_telescopes_to_the_final_kl(tmp_path: Path) -> None:
+    values = [0.0] * 6 + [1.0] * 6 + [3.0, 5.0]
+    paper = _env(tmp_path, values, epsilon=1.0)
+    marginal = _env(tmp_path, values, epsilon=1.0, utility_reward="marginal")
+    actions = [HALF, SMALL, HALF, WIDE_2, SMALL, HALF, TINY] * 2
+    total, kl_before = 0.0, marginal.kl_laplace
+    for env in (paper, marginal):
+        env.reset(seed=0)
+    for action in actions:
+        _, r_paper, _, _, info_paper = paper.step(action)
+        _, r_marginal, done, _, info = marginal.step(action)
+        # Same R_E, same KL; only R_U differs: n·(KL_{t-1} - KL_t)/KL_LAP.
+        assert info["kl"] == info_paper["kl"]
+        r_e = r_paper - _utility_reward(info_paper)
+        r_u = len(values) * (kl_before - info["kl"]) / marginal.kl_laplace
+        assert r_marginal == pytest.approx(r_e + r_u)
+        total += r_u
+        kl_before = info["kl"]
+    assert done
+    assert total == pytest.approx(len(values) * (1 - info["kl_ratio"]))
+    with pytest.raises(PrivacyConfigError, match="key 'utility_reward' must be one of"):
+        InstanceWiseLaplaceEnv({"utility_reward": "dense"})
