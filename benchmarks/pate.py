@@ -323,6 +323,7 @@ def run_aggregators(args: argparse.Namespace) -> str:
                 result = run_supervised_pate(
                     data, num_teachers=n, teachers=teachers[n], delta=delta, selection="random",
                     seed=seed, student="label_spreading", release_order=args.release_order,
+                    release_sigma=args.release_sigma,
                     **{"epsilon_budget": target, **kwargs},
                 )  # fmt: skip
             grouped.setdefault((name, n), []).append(result)
@@ -375,7 +376,8 @@ def run_aggregators(args: argparse.Namespace) -> str:
         "target; Confident-GNMax: fixed noise (fractions of n), Q queries asked, unlimited "
         "budget (its data-independent ε is then above the target; its advantage is the "
         "data-dependent bound). The released data-dependent ε is a smooth-sensitivity release "
-        "(β = 0.4/λ, σ_s = 20); with tens of teachers its noise is large.\n\n"
+        f"(β = 0.4/λ, σ_s = {args.release_sigma:g}); with tens of teachers its smooth "
+        "sensitivity, hence its noise, is large.\n\n"
         f"{equal}\n\nNon-private students (same splits):\n\n{base}\n\n"
         f"Best student accuracy per aggregator at a published ε ≤ {target:g} (the "
         f"data-independent one, or the released data-dependent one where smaller): "
@@ -579,12 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         help="the equal data-independent ε of the aggregator comparison",
     )
-    parser.add_argument("--aggregator-teachers", type=_ints, default=[50, 80])
+    parser.add_argument("--aggregator-teachers", type=_ints, default=[30, 50, 80])
     parser.add_argument(
         "--aggregator-queries",
         type=_ints,
-        default=[100, 200],
-        help="queries Q of LNMax and GNMax (noise calibrated to the target)",
+        default=[50, 100, 200],
+        help="queries Q asked by every aggregator (LNMax, GNMax: noise calibrated to the target)",
     )
     parser.add_argument(
         "--confident-settings",
@@ -597,6 +599,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=8.0,
         help="Rényi order of the smooth-sensitivity release",
+    )
+    parser.add_argument(
+        "--release-sigma",
+        type=float,
+        default=5.0,
+        help="σ_s of the smooth-sensitivity release (noise std = σ_s × smooth sensitivity)",
     )
     parser.add_argument("--goal-accuracy", type=float, default=0.90)
     parser.add_argument(
