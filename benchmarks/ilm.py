@@ -9,8 +9,10 @@ reports KL(data ‖ output) as a ratio to uniform Laplace at Δf/ε for:
   lowest KL that keeps every instance within ε-pDP;
 - the **greedy** per-instance assignment (coordinate descent on the KL under the pDP
   constraints, starting from the best single scale) over the same two sets;
-- **DQN** (RLlib, ``--seeds`` seeds, ``--steps`` env steps each, each seed in its own
-  process, ``--parallel`` at a time): its greedy policy assigns a scale to every instance
+- **DQN** (RLlib, ``--seeds`` seeds, ``--steps`` env steps each, each run in its own
+  process, ``--parallel`` at a time), one arm per ``--utility-rewards`` value (the env's
+  ``utility_reward``: ``paper``, the paper's R_U of the whole assignment, and ``marginal``,
+  the step's KL improvement × n): its greedy policy assigns a scale to every instance
   (dataset order); the assignment is then **repaired**
   (:func:`rllib_privacy.accounting.ilm_scales.repair_scales` widens scales until every
   instance is within ε), and both the KL before and after the repair are reported, with the
@@ -23,15 +25,18 @@ heights, ε = 0.011): ILM 0.883 / Laplace 1.968 ≈ 0.45.
 Examples::
 
     python benchmarks/ilm.py --quick                     # smoke run, about a minute
-    python benchmarks/ilm.py --epsilons 0.011,0.1,1 --seeds 3 --steps 30000 --write-results
+    python benchmarks/ilm.py --no-dqn                    # baselines only, seconds
+    python benchmarks/ilm.py --seeds 3 --steps 30000 --write-results   # 3 ε × 2 arms × 3 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import math
+import signal
 import statistics
 import sys
 import tempfile
@@ -64,7 +69,14 @@ TARGET_GAIN = 0.10
 #: intensity, 16 envs batched) samples ~2.5x faster. Override with --set KEY=JSON.
 DQN_OVERRIDES: dict[str, Any] = {"train_batch_size_per_learner": 256, "num_envs_per_env_runner": 16}
 #: --quick: a subsample, one ε and one seed, a few episodes (about a minute on 2 cores).
-QUICK = {"epsilons": "0.1", "seeds": 1, "steps": 1200, "max_instances": 60, "evals": 2}
+QUICK = {
+    "epsilons": "0.1",
+    "utility_rewards": "marginal",
+    "seeds": 1,
+    "steps": 1200,
+    "max_instances": 60,
+    "evals": 2,
+}
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -150,9 +162,10 @@ def policy_point(module: Any, env: Any) -> dict[str, Any]:
 
 
 def train_and_evaluate(
-    config: dict[str, Any], epsilon: float, seed: int, steps: int, evals: int
+    config: dict[str, Any], epsilon: float, seed: int, steps: int, evals: int, reward: str
 ) -> dict[str, Any]:
-    """Train DQN for ``steps`` env steps; evaluate its greedy policy ``evals`` times."""
+    """Train DQN for ``steps`` env steps with the env's ``utility_reward`` ``reward``;
+    evaluate its greedy policy ``evals`` times."""
     import ray
     import torch
     from ray.rllib.algorithms.dqn import DQNConfig
@@ -165,6 +178,7 @@ def train_and_evaluate(
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     config = copy.deepcopy(config)
     config["env_config"]["epsilon"] = epsilon
+    config["env_config"]["utility_reward"] = reward
     config["seed"] = seed
     # ε-greedy decays over the first half of the steps, whatever their number.
     config["epsilon"] = [[0, 1.0], [steps // 2, 0.02]]
@@ -210,6 +224,7 @@ def train_and_evaluate(
     return {
         "epsilon": epsilon,
         "seed": seed,
+        "utility_reward": reward,
         "env_steps": sampled,
         "train_s": train_seconds,
         "wall_s": time.perf_counter() - start,
@@ -247,10 +262,16 @@ def mean_sd(values: list[float]) -> str:
     return f"{fmt(statistics.mean(values))} ± {fmt(statistics.stdev(values), 2)}"
 
 
+def arms(runs: list[dict[str, Any]]) -> list[str]:
+    """The DQN arms (utility reward variants) in the runs, in first-seen order."""
+    return list(dict.fromkeys(r.get("utility_reward", "paper") for r in runs)) or ["paper"]
+
+
 def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
-    """One row per ε: KL ratios to uniform Laplace of every method."""
+    """One row per ε and DQN arm: KL ratios to uniform Laplace of every method."""
     header = [
         "ε",
+        "DQN utility reward",
         "KL Laplace",
         "best single (actions)",
         "greedy (actions)",
@@ -264,8 +285,12 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
         "vs greedy (actions)",
     ]
     rows = []
-    for b in base:
-        mine = [r["final"] for r in runs if r["epsilon"] == b["epsilon"]]
+    for b, arm in ((b, arm) for b in base for arm in arms(runs)):
+        mine = [
+            r["final"]
+            for r in sorted(runs, key=lambda r: r["seed"])
+            if r["epsilon"] == b["epsilon"] and r.get("utility_reward", "paper") == arm
+        ]
         released = [p["kl_ratio_released"] for p in mine]
         single, greedy = b["single_actions"]["kl_ratio"], b["greedy_actions"]["kl_ratio"]
         gain = (
@@ -277,6 +302,7 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
         rows.append(
             [
                 fmt(b["epsilon"]),
+                arm if mine else "—",
                 fmt(b["kl_laplace"]),
                 fmt(single),
                 fmt(greedy),
@@ -293,6 +319,7 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
     rows.append(
         [
             "0.011 (paper, NBA heights)",
+            "paper",
             fmt(PAPER_KL_LAPLACE),
             *["—"] * 4,
             fmt(PAPER_KL_ILM / PAPER_KL_LAPLACE),
@@ -318,7 +345,8 @@ def detail_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
                 ]
             )
         for run in sorted(
-            (r for r in runs if r["epsilon"] == b["epsilon"]), key=lambda r: r["seed"]
+            (r for r in runs if r["epsilon"] == b["epsilon"]),
+            key=lambda r: (arms(runs).index(r.get("utility_reward", "paper")), r["seed"]),
         ):
             curve = ", ".join(
                 f"{p['env_steps']}: {fmt(p['kl_ratio_released'])}" for p in run["curve"]
@@ -326,7 +354,7 @@ def detail_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
             rows.append(
                 [
                     fmt(b["epsilon"]),
-                    f"DQN seed {run['seed']}",
+                    f"DQN {run.get('utility_reward', 'paper')} seed {run['seed']}",
                     f"released KL ratio by env steps {curve}; last change "
                     f"{fmt(converged(run['curve']), 2)}; scale counts "
                     f"{run['final']['action_counts']}; repair floor used: "
@@ -383,9 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--unassigned", choices=("uniform", "same"), help="env_config unassigned (YAML's)"
     )
     parser.add_argument(
-        "--utility-reward",
-        choices=("paper", "marginal"),
-        help="env_config utility_reward (YAML's)",
+        "--utility-rewards",
+        default="paper,marginal",
+        help="DQN arms: the env's utility_reward values, comma-separated (paper,marginal)",
     )
     parser.add_argument(
         "--set",
@@ -400,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results-md", default=str(RESULTS_MD))
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--notes", default="", help="a line for RESULTS.md")
-    parser.add_argument("--trial", help=argparse.SUPPRESS)  # EPSILON,SEED: one DQN run
+    parser.add_argument("--trial", help=argparse.SUPPRESS)  # EPSILON,SEED,REWARD: one run
     parser.add_argument("--config-json", help=argparse.SUPPRESS)
     return parser
 
@@ -409,9 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark."""
     args = build_parser().parse_args(argv)
     if args.trial:  # One DQN run in this process (started by run_json_processes).
-        epsilon, seed = args.trial.split(",")
+        epsilon, seed, reward = args.trial.split(",")
         config = json.loads(Path(args.config_json).read_text())
-        record = train_and_evaluate(config, float(epsilon), int(seed), args.steps, args.evals)
+        record = train_and_evaluate(
+            config, float(epsilon), int(seed), args.steps, args.evals, reward
+        )
         dump_json(args.json, record)
         return 0
     if args.quick:
@@ -421,7 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.set:
         key, _, value = item.partition("=")
         config[key.strip()] = json.loads(value)
-    for key in ("max_instances", "actions", "unassigned", "utility_reward"):
+    rewards = [r.strip() for r in args.utility_rewards.split(",")]
+    if not set(rewards) <= {"paper", "marginal"}:
+        print(f"--utility-rewards: {rewards} not all in paper, marginal", file=sys.stderr)
+        return 2
+    # A SIGTERM (e.g. `timeout`) unwinds through run_json_processes, which stops the runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for key in ("max_instances", "actions", "unassigned"):
         if getattr(args, key):
             config["env_config"][key] = getattr(args, key)
     epsilons = [float(e) for e in args.epsilons.split(",")]
@@ -435,13 +471,12 @@ def main(argv: list[str] | None = None) -> int:
             config_path = Path(tmp) / "config.json"
             config_path.write_text(json.dumps(config))
             jobs = []
-            for epsilon in epsilons:
-                for seed in range(args.seeds):
-                    out = Path(tmp) / f"run_{epsilon:g}_{seed}.json"
-                    command = [sys.executable, __file__, "--trial", f"{epsilon!r},{seed}"]
-                    command += ["--config-json", str(config_path), "--json", str(out)]
-                    command += ["--steps", str(args.steps), "--evals", str(args.evals)]
-                    jobs.append((command, out))
+            for epsilon, reward, seed in itertools.product(epsilons, rewards, range(args.seeds)):
+                out = Path(tmp) / f"run_{epsilon:g}_{reward}_{seed}.json"
+                command = [sys.executable, __file__, "--trial", f"{epsilon!r},{seed},{reward}"]
+                command += ["--config-json", str(config_path), "--json", str(out)]
+                command += ["--steps", str(args.steps), "--evals", str(args.evals)]
+                jobs.append((command, out))
             runs = run_json_processes(
                 jobs,
                 parallel=args.parallel,

@@ -29,7 +29,9 @@ def _base(epsilon: float, single: float, greedy: float) -> dict:
     }  # fmt: skip
 
 
-def _run(epsilon: float, seed: int, before: float, released: float, violations: int) -> dict:
+def _run(
+    epsilon: float, seed: int, before: float, released: float, violations: int, arm: str = "paper"
+) -> dict:
     final = {
         "kl_ratio": before,
         "kl_ratio_released": released,
@@ -42,7 +44,14 @@ def _run(epsilon: float, seed: int, before: float, released: float, violations: 
         {"env_steps": 100, "kl_ratio_released": 0.5},
         {"env_steps": 200, "kl_ratio_released": released},
     ]
-    return {"epsilon": epsilon, "seed": seed, "train_s": 1.0, "final": final, "curve": curve}
+    return {
+        "epsilon": epsilon,
+        "seed": seed,
+        "utility_reward": arm,
+        "train_s": 1.0,
+        "final": final,
+        "curve": curve,
+    }
 
 
 def test_summary_table_compares_dqn_after_repair_with_the_baselines(bench) -> None:
@@ -61,8 +70,18 @@ def test_summary_table_compares_dqn_after_repair_with_the_baselines(bench) -> No
     assert "| **0.45** |" in row_1 and "+800%" in row_1
     assert "paper" in lines[-1]
     detail = bench.detail_table(base, runs)
-    assert "DQN seed 1" in detail and "100: 0.5, 200: 0.19" in detail
+    assert "DQN paper seed 1" in detail and "100: 0.5, 200: 0.19" in detail
     assert "greedy 3 moves in 2 passes" in detail
+
+
+def test_each_reward_arm_gets_its_own_row(bench) -> None:
+    base = [_base(1.0, single=0.5, greedy=0.05)]
+    runs = [_run(1.0, 0, 0.4, 0.4, 0, "paper"), _run(1.0, 0, 0.03, 0.06, 4, "marginal")]
+    lines = bench.summary_table(base, runs).splitlines()
+    assert lines[2].startswith("| 1 | paper |") and "| **0.4** |" in lines[2]
+    assert lines[3].startswith("| 1 | marginal |") and "| **0.06** |" in lines[3]
+    assert "| 4 | 4 |" in lines[3]  # violations before repair, instances repaired
+    assert bench.main(["--no-dqn", "--utility-rewards", "paper,dense"]) == 2
 
 
 def test_target_not_met_is_not_marked(bench) -> None:
@@ -116,10 +135,11 @@ def test_one_tiny_dqn_trial_reports_the_repaired_release(bench, tmp_path: Path) 
     config["env_config"]["max_instances"] = 20
     config_path, out = tmp_path / "config.json", tmp_path / "trial.json"
     config_path.write_text(json.dumps(config))
-    args = ["--trial", "0.1,0", "--config-json", str(config_path), "--json", str(out)]
+    args = ["--trial", "0.1,0,marginal", "--config-json", str(config_path), "--json", str(out)]
     assert bench.main([*args, "--steps", "120", "--evals", "2"]) == 0
     record = json.loads(out.read_text())
-    assert record["seed"] == 0 and record["env_steps"] >= 120 and len(record["curve"]) >= 1
+    assert record["seed"] == 0 and record["utility_reward"] == "marginal"
+    assert record["env_steps"] >= 120 and len(record["curve"]) >= 1
     final = record["final"]
     assert sum(final["action_counts"]) == 20
     assert final["repaired"] >= (1 if final["violations"] else 0)
