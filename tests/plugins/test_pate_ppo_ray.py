@@ -42,6 +42,7 @@ def _config(teachers: list[str], num_env_runners: int) -> PATEPPOConfig:
             "pate_max_queries": 150,
             "pate_query_selection": "all",
             "pate_queries_per_sample": None,
+            "pate_log_data_dependent_epsilon": True,
             "train_batch_size_per_learner": 200,
             "num_env_runners": num_env_runners,
             "num_cpus_per_env_runner": 0.5,
@@ -74,6 +75,10 @@ def test_global_budget_labels_once_masked_loss_and_restore(
             "pate_queries",
         ]
         assert first["privacy"]["epsilon_spent"] == first["pate_epsilon_data_independent"]
+        assert first["pate_epsilon"] == first["pate_epsilon_data_independent"]
+        # Turned on here: the un-noised data-dependent ε (a non-private diagnostic).
+        assert 0 < first["pate"]["epsilon_data_dependent"] <= first["pate_epsilon"]
+        assert "label_agreement" not in first["pate"]
 
         second = algo.train()
         learner = second[LEARNER_RESULTS]["default_policy"]
