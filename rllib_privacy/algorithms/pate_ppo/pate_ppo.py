@@ -160,7 +160,8 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             pate_confident_sigma: σ₁ of the threshold's Gaussian noise (confident_gnmax).
             pate_delta: δ of the reported (ε, δ).
             pate_epsilon_budget: Stop answering before ε exceeds this (``inf``: no limit).
-            pate_max_queries: Stop after this many answered queries (None: no cap).
+            pate_max_queries: Stop after this many queries (None: no cap; Confident-GNMax
+                counts the unanswered ones too).
             pate_budget_basis: ``data_independent`` or ``data_dependent`` ε for the budget.
             pate_max_order: Largest moment order of the accountant.
             pate_query_selection: ``all``, ``random`` or ``least_confident``.
