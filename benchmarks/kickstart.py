@@ -189,6 +189,9 @@ class Arm:
 
 #: The classic-control tasks (CartPole, Acrobot), where the budget arms run.
 CLASSIC = ("cartpole", "acrobot")
+#: With a cache the budget lasts: the help ends when k = k₀·c^t falls below min_k = k₀/10
+#: (after about 11 rollouts, about when the ε-1000 arm's budget runs out).
+CACHE_SCHEDULE = {"teacher_vanishing_coefficient": 0.8, "teacher_min_k": 5.0}
 
 ARMS: dict[str, Arm] = {
     "privacy-aware": Arm(
@@ -238,8 +241,9 @@ ARMS: dict[str, Arm] = {
             "kickstart_lambda": 0.5,
             "teacher_epsilon_budget": 100.0,
             "teacher_cache_bits": 32,
+            **CACHE_SCHEDULE,
         },
-        "privacy-aware with ε budget 100 and a 32-bit answer cache",
+        "privacy-aware, ε budget 100, a 32-bit answer cache, c = 0.8, min_k = 5",
         CLASSIC,
     ),
     "aware-eps10-cache16": Arm(
@@ -250,8 +254,9 @@ ARMS: dict[str, Arm] = {
             "kickstart_lambda": 0.5,
             "teacher_epsilon_budget": 10.0,
             "teacher_cache_bits": 16,
+            **CACHE_SCHEDULE,
         },
-        "privacy-aware with ε budget 10 and a 16-bit answer cache",
+        "privacy-aware, ε budget 10, a 16-bit answer cache, c = 0.8, min_k = 5",
         CLASSIC,
     ),
     "aware-eps10-k5-cache24": Arm(
@@ -263,8 +268,10 @@ ARMS: dict[str, Arm] = {
             "teacher_epsilon_budget": 10.0,
             "teacher_cache_bits": 24,
             "teacher_k": 5.0,
+            **CACHE_SCHEDULE,
+            "teacher_min_k": 0.5,
         },
-        "privacy-aware with ε budget 10, k₀ = 5 and a 24-bit answer cache",
+        "privacy-aware, ε budget 10, k₀ = 5, a 24-bit answer cache, c = 0.8, min_k = 0.5",
         CLASSIC,
     ),
 }

@@ -99,8 +99,8 @@ class TeacherSettings:
             policies; see ``dirichlet_mechanism``); the seed then does not drive the noise.
         cache_bits: 0 (default: every asked state is a fresh release) or the code length of
             the answer cache (``teachers.answer_cache``): the first state of each SimHash code
-            is released, later states with that code get the same answer for free, and a
-            request is answered up to what the budget affords.
+            is released, later states with that code get the same answer for free while the
+            teacher shares, and a request is answered up to what the budget affords.
 
     """
 
@@ -498,22 +498,28 @@ class DirichletTeacher:
         return low
 
     def _answer_with_cache(self, observations: np.ndarray) -> TeacherAnswer:
-        """Serve cached codes for free; release each new code once, up to the budget."""
+        """Serve cached codes for free; release each new code once, up to the budget.
+
+        Nothing is served once the teacher has stopped sharing, cached or not: its help ends
+        with its budget or ``min_k``, as without a cache (cached answers are coarse, one per
+        code, and would otherwise pull the student towards them for the rest of the run).
+        """
         cache = self._cache
         assert cache is not None
+        if not self._sharing:
+            self._refused += len(observations)
+            return TeacherAnswer(None, 0.0)
         codes = cache.keys(observations)
         first_row: dict[bytes, int] = {}
         for row, code in enumerate(codes):
             if code not in first_row and cache.get(code) is None:
                 first_row[code] = row
         fresh = list(first_row.items())
-        if fresh and self._sharing:
+        if fresh:
             affordable = self._affordable(len(fresh))
             if affordable < len(fresh):
-                self._stop()
+                self._stop()  # after this request, which still gets what was affordable
             fresh = fresh[:affordable]
-        else:
-            fresh = []
         if fresh:
             rows = [row for _, row in fresh]
             answers = self._release_rows(observations[rows], [code for code, _ in fresh])

@@ -290,7 +290,9 @@ def test_noise_streams_never_repeat_unless_deterministic(monkeypatch) -> None:
 def _runner(seed: int, **training: object) -> object:
     from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
     from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
+    from rllib_privacy.envs.registry import register_envs
 
+    register_envs()  # its default env is rllib_privacy/...: not registered in a unit-only run
     config = LDPA3CConfig().debugging(seed=seed).env_runners(num_envs_per_env_runner=2)
     return LDPA3CEnvRunner(config=config.training(**training), worker_index=1)
 
