@@ -156,6 +156,7 @@ def policy_point(module: Any, env: Any) -> dict[str, Any]:
         "kl_ratio_released": ratio(repair.scales),
         "violations": int(np.count_nonzero(losses > env.epsilon)),
         "repaired": repair.num_widened,
+        "recruited": repair.recruited,
         "floor_used": repair.floor_used,
         "action_counts": [int(np.count_nonzero(scales == s)) for s in env.action_scales],
     }
@@ -357,7 +358,8 @@ def detail_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
                     f"DQN {run.get('utility_reward', 'paper')} seed {run['seed']}",
                     f"released KL ratio by env steps {curve}; last change "
                     f"{fmt(converged(run['curve']), 2)}; scale counts "
-                    f"{run['final']['action_counts']}; repair floor used: "
+                    f"{run['final']['action_counts']}; repair recruits "
+                    f"{run['final'].get('recruited', 0)}, common scale used: "
                     f"{run['final']['floor_used']}; train {run['train_s']:.0f} s",
                 ]
             )

@@ -14,13 +14,13 @@ Three pure functions over a 1-D dataset ``D``, a target ε and the shared bins o
   together) and a move is accepted only if it lowers the KL and every instance's exact
   loss stays ≤ ε, so the result never violates and is never worse than its start;
 - :func:`repair_scales`: the step every released assignment goes through. It only ever
-  *widens* scales: first the violating instances, geometrically, never beyond the widest
-  scale already in the assignment (a new lone widest component would make the tails'
-  loss unbounded); if that is not enough, a floor that rises geometrically to
-  ``max(widest, Δf/ε)``. At that top every instance has the same scale ``≥ Δf/ε``, which
-  is within ε for every instance (:func:`~rllib_privacy.accounting.pdp.uniform_laplace_loss_bound`),
-  so the repair always ends with zero violations. A feasible assignment is returned
-  unchanged.
+  *widens* scales: the violating instances, geometrically, never beyond the widest scale
+  already in the assignment (a new lone widest component would make the tails' loss
+  unbounded); when the violators are at that widest scale, their nearest neighbours in
+  value are widened to it; and if everyone is at it and some still violate, one common
+  scale rising to ``Δf/ε``, which is within ε for every instance
+  (:func:`~rllib_privacy.accounting.pdp.uniform_laplace_loss_bound`), so the repair always
+  ends with zero violations. A feasible assignment is returned unchanged.
 
 The losses are the exact ones of :func:`rllib_privacy.accounting.pdp.instance_privacy_losses`
 (mixture reading of pDP); :func:`geometric_scales` builds a finer candidate set than the
@@ -111,7 +111,8 @@ class RepairResult:
         widened: Mask of the instances whose scale was widened.
         violations_before: Instances over ε before the repair.
         rounds: Exact pDP evaluations after the first.
-        floor_used: Whether the rising floor (second stage) was needed.
+        recruited: Instances widened to the widest scale to keep violators at it company.
+        floor_used: Whether the common rising scale (last stage) was needed.
 
     """
 
@@ -119,6 +120,7 @@ class RepairResult:
     widened: np.ndarray
     violations_before: int
     rounds: int
+    recruited: int
     floor_used: bool
 
     @property
@@ -305,14 +307,16 @@ def repair_scales(
 ) -> RepairResult:
     """Widen scales until every instance is within ε-pDP (see the module docstring).
 
-    Stage 1: while some instance is over ε, multiply each violating instance's scale by
-    ``growth``, capped at the assignment's widest scale (a violating instance already at
-    that cap cannot be helped by widening itself). Stage 2, only if stage 1 stalls: every
-    scale is raised to a common floor ``s`` (``max(b_i, s)``), for ``s`` rising
-    geometrically by ``growth`` from the narrowest scale to ``max(widest, Δf/ε)``; the
-    first floor that leaves no violation is kept. The last floor makes every scale equal
-    and ``≥ Δf/ε``, which is within ε for every instance, so the repair always succeeds.
-    It never narrows a scale, and returns a feasible assignment unchanged.
+    Until no instance is over ε, each round either multiplies every violating instance's
+    scale by ``growth``, capped at the assignment's widest scale (widening past it would
+    make that instance a lone widest component, whose tails are unbounded), or, when every
+    violator is already at that cap, widens to the cap the 1, 2, 4, ... instances nearest
+    in value to the violators ("recruits": the widest components own the tails, so they
+    need company). Only if every instance ends at the cap and some still violate (the cap
+    is below ``Δf/ε``), every scale is set to a common ``s`` rising geometrically by
+    ``growth`` from the cap to ``Δf/ε``; ``s = Δf/ε`` is within ε for every instance, so
+    the repair always succeeds. It never narrows a scale, and returns a feasible
+    assignment unchanged.
 
     Args:
         values: The instances, 1-D, at least 2 distinct.
@@ -344,24 +348,35 @@ def repair_scales(
     violations_before = int(np.count_nonzero(losses > epsilon))
     out = original.copy()
     cap = float(out.max())
-    rounds = 0
+    rounds = recruited = 0
+    batch = 1
     while np.any(bad := losses > epsilon):
         grow = bad & (out < cap)
-        if not grow.any():
-            break
-        out[grow] = np.minimum(out[grow] * growth, cap)
+        below = np.flatnonzero(out < cap)
+        if grow.any():
+            out[grow] = np.minimum(out[grow] * growth, cap)
+        elif below.size:
+            # Every violator is at the cap: the widest components are too few (they own
+            # the tails) or too alone. Recruit the instances nearest in value to them.
+            distance = np.abs(values[below, None] - values[bad][None, :]).min(axis=1)
+            chosen = below[np.argsort(distance, kind="stable")[:batch]]
+            out[chosen] = cap
+            recruited += chosen.size
+            batch *= 2
+        else:
+            break  # All at the cap, which is below Δf/ε: only a wider common scale helps.
         rounds += 1
         losses = instance_privacy_losses(values, out)
     else:
-        return RepairResult(out, out > original, violations_before, rounds, False)
+        return RepairResult(out, out > original, violations_before, rounds, recruited, False)
     top = max(cap, float(np.ptp(values)) / epsilon)
-    floor = float(out.min())
+    floor = cap
     while True:
         floor = min(floor * growth, top)
-        trial = np.maximum(out, floor)
+        trial = np.full(values.size, floor)
         rounds += 1
         if np.all(instance_privacy_losses(values, trial) <= epsilon):
-            return RepairResult(trial, trial > original, violations_before, rounds, True)
+            return RepairResult(trial, trial > original, violations_before, rounds, recruited, True)
         if floor >= top:
             raise RuntimeError(
                 f"repair_scales: every scale at {top!r} >= Δf/ε still violates ε = {epsilon!r}"

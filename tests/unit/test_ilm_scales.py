@@ -89,7 +89,8 @@ def test_repair_is_a_no_op_on_feasible_assignments() -> None:
         assert pdp_violations(values, scales, epsilon) == 0  # precondition
         result = repair_scales(values, scales, epsilon)
         np.testing.assert_array_equal(result.scales, scales)
-        assert result.num_widened == 0 and result.rounds == 0 and not result.floor_used
+        assert result.num_widened == 0 and result.rounds == 0 and result.recruited == 0
+        assert not result.floor_used
 
 
 def test_repair_widens_only_the_violating_instance_when_that_suffices() -> None:
@@ -105,20 +106,36 @@ def test_repair_widens_only_the_violating_instance_when_that_suffices() -> None:
     assert pdp_violations(values, result.scales, epsilon) == 0
 
 
-def test_a_lone_widest_scale_needs_the_rising_floor() -> None:
+def test_a_lone_widest_scale_recruits_its_nearest_neighbours() -> None:
     # One instance wider than everyone dominates both tails: widening it cannot help (it
-    # is the cap), so the floor rises until every scale matches it.
-    values = np.array([0.0, 1.0, 2.0, 3.0] * 5)
-    epsilon = 0.1
+    # is the cap), so instances nearest in value join it at the cap, not everyone.
+    values = np.array([0.0, 1.0, 2.0, 3.0] * 5 + [9.0] * 20)
+    epsilon = 1.0
     scales = np.full(values.size, 0.5)
-    scales[0] = 3.0 / epsilon
-    assert np.isinf(instance_privacy_losses(values, scales)[0]) or (
-        instance_privacy_losses(values, scales)[0] > epsilon
-    )
-    result = repair_scales(values, scales, epsilon)
-    assert result.floor_used and result.scales[0] == scales[0]
+    scales[0] = 3.0
+    losses = instance_privacy_losses(values, scales)
+    assert np.flatnonzero(losses > epsilon).tolist() == [0]  # precondition
+    result = repair_scales(values, scales, epsilon, losses=losses)
+    assert not result.floor_used and result.recruited > 0
+    assert result.scales[0] == scales[0]
+    widened = np.flatnonzero(result.widened)
+    assert np.all(result.scales[widened] == 3.0)
+    # The recruits are the nearest values: none of the far copies of 9 was needed.
+    assert np.all(values[widened] <= 3.0) and result.num_widened < 20
     assert pdp_violations(values, result.scales, epsilon) == 0
-    assert np.all(result.scales >= scales)
+
+
+def test_a_common_scale_up_to_uniform_is_the_last_resort() -> None:
+    # Every instance at the same tiny scale on sparse data: no violator can widen (all at
+    # the cap) and there is no one to recruit, so one common scale rises toward Δf/ε.
+    values = np.array([0.0, 1.0, 2.0, 10.0])
+    epsilon = 0.1
+    scales = np.full(values.size, 0.001)
+    result = repair_scales(values, scales, epsilon)
+    assert result.floor_used and result.recruited == 0
+    assert np.all(result.scales == result.scales[0]) and result.scales[0] > 0.001
+    assert result.scales[0] <= np.ptp(values) / epsilon
+    assert pdp_violations(values, result.scales, epsilon) == 0
 
 
 def test_repair_rejects_bad_arguments() -> None:
