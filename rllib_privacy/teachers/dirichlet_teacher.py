@@ -482,6 +482,11 @@ class DirichletTeacher:
             )
         return policy
 
+    @property
+    def _serving_cache(self) -> bool:
+        """Whether cached answers are served: until k falls below ``min_k``."""
+        return self._k >= self._settings.min_k
+
     def _affordable(self, wanted: int) -> int:
         """The most of ``wanted`` new releases at the current k that the budget allows."""
         if self._settings.mechanism == "none":
@@ -500,13 +505,14 @@ class DirichletTeacher:
     def _answer_with_cache(self, observations: np.ndarray) -> TeacherAnswer:
         """Serve cached codes for free; release each new code once, up to the budget.
 
-        Nothing is served once the teacher has stopped sharing, cached or not: its help ends
-        with its budget or ``min_k``, as without a cache (cached answers are coarse, one per
-        code, and would otherwise pull the student towards them for the rest of the run).
+        The budget limits the releases; the k schedule limits the help: once the budget is
+        spent, cached codes are still served (post-processing), until k falls below
+        ``min_k``. From then on nothing is served (cached answers are coarse, one per code,
+        and would otherwise pull the student towards them for the rest of the run).
         """
         cache = self._cache
         assert cache is not None
-        if not self._sharing:
+        if not self._serving_cache:
             self._refused += len(observations)
             return TeacherAnswer(None, 0.0)
         codes = cache.keys(observations)
@@ -514,11 +520,11 @@ class DirichletTeacher:
         for row, code in enumerate(codes):
             if code not in first_row and cache.get(code) is None:
                 first_row[code] = row
-        fresh = list(first_row.items())
+        fresh = list(first_row.items()) if self._sharing else []
         if fresh:
             affordable = self._affordable(len(fresh))
             if affordable < len(fresh):
-                self._stop()  # after this request, which still gets what was affordable
+                self._stop()  # no more releases; this request still gets what was affordable
             fresh = fresh[:affordable]
         if fresh:
             rows = [row for _, row in fresh]

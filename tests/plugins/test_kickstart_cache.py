@@ -179,7 +179,7 @@ def test_new_codes_at_a_later_k_are_released_at_that_k() -> None:
     assert teacher.stats()["epsilon_spent"] == pytest.approx(_rdp_epsilon(teacher, releases))
 
 
-def test_a_request_beyond_the_budget_is_answered_up_to_it_then_nothing_more() -> None:
+def test_a_request_beyond_the_budget_is_answered_up_to_it_then_from_the_cache() -> None:
     probe = _teacher(cache_bits=16)
     one_release = _rdp_epsilon(probe, {20.0: 5})
     teacher = _teacher(cache_bits=16, epsilon_budget=one_release * 1.0001)
@@ -192,21 +192,24 @@ def test_a_request_beyond_the_budget_is_answered_up_to_it_then_nothing_more() ->
     assert stats["epsilon_spent"] <= stats["epsilon_budget"]
     served = answer.row_mask(60)
     assert 5 <= served.sum() < 60 and stats["refused"] == 60 - served.sum()
-    # Once the teacher has stopped, nothing is served, not even the codes it released (its
-    # help ends with its budget, as without a cache), and nothing more is spent.
+    # With the budget spent, the codes released are still served (post-processing) while the
+    # k schedule lasts, and nothing more is spent.
+    teacher.start_rollout(expected_states=60)
     later = teacher.answer(obs)
-    assert not later.answered and later.row_mask(60).sum() == 0
-    assert teacher.stats()["releases"] == 5 and teacher.stats()["refused"] == 2 * 60 - served.sum()
+    np.testing.assert_array_equal(later.row_mask(60), served)
+    assert teacher.stats()["releases"] == 5
     assert teacher.stats()["epsilon_spent"] == stats["epsilon_spent"]
 
 
 def test_min_k_ends_the_cached_answers_too() -> None:
-    teacher = _teacher(min_k=10.0)  # k₀ = 20, c = 0.5: the third rollout has k = 5 < 10
+    # k₀ = 20, c = 0.5: the third rollout has k = 5 < 10, even with budget left.
+    teacher = _teacher(min_k=10.0)
     obs = _obs(50)
     for expected in (True, True, False):
         teacher.start_rollout(expected_states=50)
         assert teacher.answer(obs).answered is expected
     assert teacher.stats()["releases"] == _distinct_codes(6, obs)
+    assert teacher.stats()["refused"] == 50
 
 
 def test_rollout_start_with_a_cache_needs_only_one_affordable_release() -> None:
