@@ -284,6 +284,7 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
         "repaired instances",
         "DQN released vs best single (actions)",
         "vs greedy (actions)",
+        "vs best single (fine)",
     ]
     rows = []
     for b, arm in ((b, arm) for b in base for arm in arms(runs)):
@@ -315,6 +316,9 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
                 " / ".join(str(p["repaired"]) for p in mine) or "—",
                 gain,
                 "—" if not released else f"{statistics.mean(released) / greedy - 1:+.0%}",
+                "—"
+                if not released
+                else f"{statistics.mean(released) / b['single_fine']['kl_ratio'] - 1:+.0%}",
             ]
         )
     rows.append(
@@ -324,7 +328,7 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
             fmt(PAPER_KL_LAPLACE),
             *["—"] * 4,
             fmt(PAPER_KL_ILM / PAPER_KL_LAPLACE),
-            *["—"] * 5,
+            *["—"] * 6,
         ]
     )
     return markdown_table(header, rows)
