@@ -510,11 +510,13 @@ def arm_config(
         config: Any = KickstartPPOConfig()
         # Teacher and kickstart keys go through update_from_dict, which sends each key to
         # its builder method (.teacher()/.kickstart()); .training() takes only PPO's own.
-        config.training(**ppo).update_from_dict(
+        # update_from_dict also takes the env-runner keys of a YAML (num_envs_per_env_runner),
+        # which .training() would reject.
+        config.update_from_dict(ppo).update_from_dict(
             {**kickstart, **arm.overrides, "teacher_checkpoint": teacher_checkpoint}
         )
     elif arm.algorithm == "PPO":
-        config = PPOConfig().training(**ppo)
+        config = PPOConfig().update_from_dict(ppo)
     else:
         raise BenchmarkError(f"arm {arm.name}: unknown algorithm {arm.algorithm!r}")
     config.environment(env).env_runners(num_env_runners=0).rl_module(
