@@ -154,7 +154,8 @@ TASKS: dict[str, Task] = {
     # The paper's setting (Gohari et al. §5): run alone (its own YAMLs), on many cores.
     "airraid": Task(
         "airraid",
-        "ALE/AirRaid-ram-v5",
+        # The prefix makes every Ray worker import the package, which registers the RAM ids.
+        "rllib_privacy:ALE/AirRaid-ram-v5",
         2000.0,
         "about what the paper's PPO teachers reach on AirRaid-ram within 4M steps (a uniformly "
         "random policy scores 500-700 per episode)",

@@ -375,7 +375,7 @@ def test_arm_of_picks_the_most_specific_arm_of_the_task(bench) -> None:
     assert bench.arm_of("KickstartPPO", small) == "aware-eps10-cache16"
     k5 = {**small, "teacher_cache_bits": 24, "teacher_k": 5.0, "teacher_min_k": 0.5}
     assert bench.arm_of("KickstartPPO", k5) == "aware-eps10-k5-cache24"
-    airraid = {**cartpole, "env": "ALE/AirRaid-ram-v5", "teacher_vanishing_coefficient": 0.3}
+    airraid = {**cartpole, "env": "rllib_privacy:ALE/AirRaid-ram-v5", "teacher_vanishing_coefficient": 0.3}
     assert bench.arm_of("KickstartPPO", airraid) == "aware-c0.3"
     assert bench.arm_of("KickstartPPO", {**airraid, "kickstart_lambda": 0.0}) == "unaware-c0.3"
 
