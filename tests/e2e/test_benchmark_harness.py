@@ -222,9 +222,24 @@ def _copies(path: Path) -> list[str]:
     return found
 
 
+#: Scripts that must import code from outside the repository, and why.
+IMPORTS_REFERENCE_CODE = {
+    # It imports tensorflow/privacy's research/pate_2018 files, fetched into a temp dir, to
+    # generate test fixtures (the reference code is never vendored).
+    "pate_2018_fixtures.py": ("imports importlib", "touches sys.path"),
+}
+
+
 def test_no_script_carries_its_own_results_writer_importlib_or_path_hack() -> None:
     assert len(SCRIPTS) >= 10
-    problems = {p.name: _copies(p) for p in SCRIPTS}
+    problems = {
+        p.name: [
+            found
+            for found in _copies(p)
+            if not found.startswith(IMPORTS_REFERENCE_CODE.get(p.name, ()))
+        ]
+        for p in SCRIPTS
+    }
     assert {name: found for name, found in problems.items() if found} == {}
 
 

@@ -35,11 +35,13 @@ from rllib_privacy.accounting import (
     dirichlet_privacy,
     gnmax_epsilon,
     instance_privacy_losses,
+    rdp_to_epsilon,
 )
 from rllib_privacy.audit import AuditResult, audit_mechanism
 from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, action_multiplier
 from rllib_privacy.mechanisms import (
     GradientMechanism,
+    confident_gnmax,
     dirichlet_mechanism,
     gaussian_noisy_max,
     instance_laplace,
@@ -395,6 +397,38 @@ def audit_gnmax(*, secure_mode: bool, num_samples: int, confidence: float) -> Au
             tiled(votes, n), sigma=GNMAX_SIGMA, rng=rng, secure_mode=secure_mode
         ),
     )
+
+
+def test_confident_gnmax_passes_with_its_data_independent_epsilon_delta() -> None:
+    # Threshold step (λ, λ/(2σ₁²)) plus the GNMax step (λ, λ/σ₂²), one query, converted at δ
+    # the way the ledger does; the output is a label or UNANSWERED (−1).
+    threshold, sigma_threshold, sigma = 7.5, 2.0, 2.0
+    orders = np.arange(1.25, 64.0, 0.25)
+    claim = rdp_to_epsilon(
+        orders, orders / (2 * sigma_threshold**2) + orders / sigma**2, GNMAX_DELTA
+    )
+    result = audit_mechanism(
+        None,
+        VOTES_A,
+        VOTES_B,
+        epsilon=claim,
+        delta=GNMAX_DELTA,
+        num_samples=BATCH_SAMPLES,
+        rng=np.random.default_rng(21),
+        batch_mechanism=lambda votes, n, rng: confident_gnmax(
+            tiled(votes, n),
+            threshold=threshold,
+            sigma_threshold=sigma_threshold,
+            sigma=sigma,
+            rng=rng,
+        ),
+    )
+    assert result.passed, result
+    assert result.event_kind == "discrete"
+    # Power: P(unanswered) alone differs between the two histograms (top votes 7 and 8).
+    p_a = stats.norm.cdf((threshold - 7) / sigma_threshold)
+    p_b = stats.norm.cdf((threshold - 8) / sigma_threshold)
+    assert result.supported_epsilon > 0.5 * math.log(p_a / p_b)
 
 
 def test_gnmax_passes_with_the_accountants_epsilon_delta() -> None:
@@ -917,6 +951,8 @@ AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
         "test_secure_projected_random_sign_passes_with_power",
     ),
     "secure_discrete_gaussian": ("test_secure_gnmax_passes_with_the_accountants_epsilon_delta",),
+    "confident_gnmax": ("test_confident_gnmax_passes_with_its_data_independent_epsilon_delta",),
+    "UNANSWERED": f"the label of an unanswered Confident-GNMax query (a constant); {NO_RELEASE}",
     "secure_discrete_laplace": ("test_secure_discrete_laplace_sampler_passes_with_power",),
     "secure_gaussian": ("test_secure_gaussian_sampler_passes_with_power",),
     "secure_laplace": (
