@@ -552,15 +552,25 @@ def rdp_to_epsilon(
     if conversion not in ("tight", "standard"):
         raise ValueError(f"conversion must be 'tight' or 'standard', got {conversion!r}")
     delta = float(delta)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if conversion == "standard":
-            eps = curve + math.log(1.0 / delta) / (orders - 1.0)
-        else:
-            eps = (
-                curve
-                + np.log1p(-1.0 / orders)
-                - (math.log(delta) + np.log(orders)) / (orders - 1.0)
-            )
-            eps = np.where(delta**2 + np.expm1(-curve) > 0.0, 0.0, eps)
+    if conversion == "tight":
+        return max(0.0, float(np.min(_tight_epsilons(orders, curve, delta))))
+    with np.errstate(over="ignore", invalid="ignore"):
+        eps = curve + math.log(1.0 / delta) / (orders - 1.0)
     eps = np.where(np.isinf(curve), math.inf, eps)
     return max(0.0, float(np.min(eps)))
+
+
+def _tight_conversion(orders: Any, delta: float) -> Any:
+    """ln(1 − 1/a) − (ln δ + ln a)/(a − 1): what the tight conversion adds to rdp(a)."""
+    return np.log1p(-1.0 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1.0)
+
+
+def _tight_epsilons(orders: np.ndarray, curves: np.ndarray, delta: float) -> np.ndarray:
+    """ε(a) of the tight conversion at every order (the last axis of ``curves``).
+
+    0 where δ² + e^(−rdp(a)) − 1 > 0, ``inf`` where rdp(a) is; validated inputs only.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        eps = curves + _tight_conversion(orders, delta)
+        eps = np.where(delta**2 + np.expm1(-curves) > 0.0, 0.0, eps)
+    return np.where(np.isinf(curves), math.inf, eps)

@@ -52,6 +52,11 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.special import logsumexp
 
+from rllib_privacy.accounting.dirichlet_renyi import (
+    _check_orders,
+    _tight_conversion,
+    _tight_epsilons,
+)
 from rllib_privacy.mechanisms._validation import check_finite_positive
 from rllib_privacy.mechanisms.noisy_max import validate_votes
 
@@ -82,13 +87,6 @@ GNMAX_ORDERS: tuple[float, ...] = tuple(
          np.geomspace(110.0, 1000.0, 12))
     )
 )  # fmt: skip
-
-
-def _check_orders(orders: Any) -> np.ndarray:
-    array = np.atleast_1d(np.asarray(orders, dtype=np.float64))
-    if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array)) or np.any(array <= 1):
-        raise ValueError(f"orders must be finite numbers > 1, got {orders!r}")
-    return array
 
 
 def _log1mexp(x: np.ndarray) -> np.ndarray:
@@ -362,11 +360,7 @@ def rdp_epsilon_rows(orders: Any, curves: Any, delta: float) -> tuple[np.ndarray
         raise ValueError(f"curves must be numbers >= 0 with one column per order, got {curves!r}")
     if not 0.0 < float(delta) < 1.0:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    delta = float(delta)
-    with np.errstate(over="ignore", invalid="ignore"):
-        eps = curves + np.log1p(-1.0 / lam) - (math.log(delta) + np.log(lam)) / (lam - 1.0)
-        eps = np.where(delta**2 + np.expm1(-curves) > 0.0, 0.0, eps)
-    eps = np.where(np.isinf(curves), math.inf, eps)
+    eps = _tight_epsilons(lam, curves, float(delta))
     best = np.argmin(eps, axis=-1)
     chosen = np.take_along_axis(eps, best[..., None], axis=-1)[..., 0]
     return np.maximum(chosen, 0.0), lam[best]
@@ -685,10 +679,7 @@ def release_data_dependent_epsilon(
     noisy = float(total) + ss * release_sigma * float(rng.standard_normal())
     # RDP at one order to (ε, δ): the conversion dp_accounting uses (Canonne, Kamath &
     # Steinke 2020, Prop. 12); never above the standard ln(1/δ)/(λ − 1).
-    conversion = math.log1p(-1.0 / order) - (math.log(float(delta)) + math.log(order)) / (
-        order - 1.0
-    )
-    epsilon = noisy + cost + conversion
+    epsilon = noisy + cost + float(_tight_conversion(order, float(delta)))
     return SmoothSensitivityRelease(
         epsilon=epsilon,
         order=order,
