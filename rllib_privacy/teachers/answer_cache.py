@@ -36,11 +36,10 @@ class AnswerCache:
     Args:
         observation_space: The teacher's (Box) observation space.
         bits: Code length k of the SimHash (1 ≤ bits ≤ ``MAX_CACHE_BITS``).
-        num_actions: m, the length of each answer.
 
     """
 
-    def __init__(self, observation_space: Any, *, bits: int, num_actions: int) -> None:
+    def __init__(self, observation_space: Any, *, bits: int) -> None:
         if not (hasattr(observation_space, "low") and hasattr(observation_space, "high")):
             raise PrivacyConfigError(
                 "teacher_cache_bits needs a Box observation space to hash states, "
@@ -53,7 +52,6 @@ class AnswerCache:
         low = np.where(bounded, low, -1.0)
         high = np.where(bounded, high, 1.0)
         self.bits = int(bits)
-        self.num_actions = int(num_actions)
         self._hasher = SimHash(
             low.size + 1,
             self.bits,

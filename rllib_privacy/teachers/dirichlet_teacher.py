@@ -325,9 +325,7 @@ class DirichletTeacher:
         self._cached = 0
         self._replayed = 0
         self._cache = (
-            AnswerCache(
-                self.observation_space, bits=settings.cache_bits, num_actions=self.num_actions
-            )
+            AnswerCache(self.observation_space, bits=settings.cache_bits)
             if settings.cache_bits
             else None
         )
@@ -371,6 +369,11 @@ class DirichletTeacher:
             "num_actions": self.num_actions,
         }
 
+    def _release_args(self, count: int) -> dict[str, Any]:
+        """``count`` releases at the current k, as the ledger's record/can_afford take them."""
+        epsilon, delta = self.release_privacy(self._k)
+        return {**self._mechanism(), "epsilon": epsilon, "delta": delta, "count": count}
+
     def release_privacy(self, k: float) -> tuple[float, float]:
         """(ε, δ) of one answered state at concentration k (eq. 12; eq. 6 upper bound)."""
         if self._settings.mechanism == "none":
@@ -407,13 +410,10 @@ class DirichletTeacher:
             if self._k < self._settings.min_k:
                 self._stop()
             else:
-                epsilon, delta = self.release_privacy(self._k)
                 # With the cache a rollout needs only its new codes, at most one per state,
                 # and requests are answered up to the budget: one more release must fit.
                 needed = 1 if self._cache is not None else int(expected_states)
-                if not self._ledger.can_afford(
-                    **self._mechanism(), epsilon=epsilon, delta=delta, count=needed
-                ):
+                if not self._ledger.can_afford(**self._release_args(needed)):
                     self._stop()
         self._journal_schedule()
         return self.stats()
@@ -440,8 +440,7 @@ class DirichletTeacher:
             self._refused += count
             return TeacherAnswer(None, 0.0)
         if self._settings.mechanism == "dirichlet":
-            epsilon, delta = self.release_privacy(self._k)
-            release = {**self._mechanism(), "epsilon": epsilon, "delta": delta, "count": count}
+            release = self._release_args(count)
             if not self._ledger.can_afford(**release):
                 self._stop()
                 self._refused += count
@@ -454,6 +453,13 @@ class DirichletTeacher:
             # Write-ahead: the release is durable before any answer can leave this process.
             # The mechanism travels with (ε, δ) so that either composition can replay it.
             self._journal.append("release", **release)
+        privatized = self._privatize(policy)
+        self._ledger.record(**release)
+        self._answered += count
+        return TeacherAnswer(privatized, self._k)
+
+    def _privatize(self, policy: np.ndarray) -> np.ndarray:
+        """Dir(k·π̃) of each row at the current k, as float32."""
         privatized = dirichlet_mechanism(
             policy,
             k=self._k,
@@ -461,9 +467,7 @@ class DirichletTeacher:
             rng=self._rng,
             secure_mode=self._settings.secure_mode,
         )
-        self._ledger.record(**release)
-        self._answered += count
-        return TeacherAnswer(np.asarray(privatized, dtype=np.float32), self._k)
+        return np.asarray(privatized, dtype=np.float32)
 
     def _policy(self, observations: np.ndarray) -> np.ndarray:
         """π(s) of the teacher network (float64), checked finite; never leaves this object."""
@@ -491,12 +495,10 @@ class DirichletTeacher:
         """The most of ``wanted`` new releases at the current k that the budget allows."""
         if self._settings.mechanism == "none":
             return wanted
-        epsilon, delta = self.release_privacy(self._k)
-        release = {**self._mechanism(), "epsilon": epsilon, "delta": delta}
         low, high = 0, wanted  # the spent ε and δ grow with the count: bisect
         while low < high:
             middle = (low + high + 1) // 2
-            if self._ledger.can_afford(**release, count=middle):
+            if self._ledger.can_afford(**self._release_args(middle)):
                 low = middle
             else:
                 high = middle - 1
@@ -552,23 +554,8 @@ class DirichletTeacher:
         policy = self._policy(observations)
         if self._settings.mechanism == "none":
             return policy.astype(np.float32)
-        epsilon, delta = self.release_privacy(self._k)
-        release = {
-            **self._mechanism(),
-            "epsilon": epsilon,
-            "delta": delta,
-            "count": len(codes),
-        }
-        privatized = np.asarray(
-            dirichlet_mechanism(
-                policy,
-                k=self._k,
-                eta=self._settings.eta,
-                rng=self._rng,
-                secure_mode=self._settings.secure_mode,
-            ),
-            dtype=np.float32,
-        )
+        release = self._release_args(len(codes))
+        privatized = self._privatize(policy)
         if self._journal is not None:
             # Write-ahead: durable before the answers leave this process. The answers travel
             # with the release so that a replay restores the cache (no code is paid twice).

@@ -78,7 +78,7 @@ def _obs(n: int, seed: int = 1) -> np.ndarray:
 
 
 def _distinct_codes(teacher_bits: int, obs: np.ndarray) -> int:
-    return len(set(AnswerCache(OBS_SPACE, bits=teacher_bits, num_actions=2).keys(obs)))
+    return len(set(AnswerCache(OBS_SPACE, bits=teacher_bits).keys(obs)))
 
 
 def _rdp_epsilon(teacher: DirichletTeacher, releases: dict[float, int]) -> float:
@@ -94,9 +94,9 @@ def _rdp_epsilon(teacher: DirichletTeacher, releases: dict[float, int]) -> float
 
 def test_codes_are_deterministic_and_coarser_with_fewer_bits() -> None:
     obs = _obs(500)
-    coarse = AnswerCache(OBS_SPACE, bits=4, num_actions=2)
-    fine = AnswerCache(OBS_SPACE, bits=24, num_actions=2)
-    assert coarse.keys(obs) == AnswerCache(OBS_SPACE, bits=4, num_actions=2).keys(obs)
+    coarse = AnswerCache(OBS_SPACE, bits=4)
+    fine = AnswerCache(OBS_SPACE, bits=24)
+    assert coarse.keys(obs) == AnswerCache(OBS_SPACE, bits=4).keys(obs)
     assert 1 < len(set(coarse.keys(obs))) <= 16
     assert len(set(fine.keys(obs))) > 4 * len(set(coarse.keys(obs)))
     # Nearby states share a code far more often than random pairs.
@@ -109,24 +109,24 @@ def test_codes_are_deterministic_and_coarser_with_fewer_bits() -> None:
 
 
 def test_cache_state_round_trips_and_rejects_another_code_length() -> None:
-    cache = AnswerCache(OBS_SPACE, bits=8, num_actions=2)
+    cache = AnswerCache(OBS_SPACE, bits=8)
     keys = cache.keys(_obs(20))
     for index, key in enumerate(keys):
         cache.put(key, np.array([0.3, 0.7]), 5.0 + index)
     state = json.loads(json.dumps(cache.state_dict()))
-    restored = AnswerCache(OBS_SPACE, bits=8, num_actions=2)
+    restored = AnswerCache(OBS_SPACE, bits=8)
     restored.load_state_dict(state)
     assert len(restored) == len(cache) == len(set(keys))
     for key in keys:
         np.testing.assert_array_equal(restored.get(key)[0], cache.get(key)[0])
         assert restored.get(key)[1] == cache.get(key)[1]
     with pytest.raises(PrivacyConfigError, match="teacher_cache_bits is 9"):
-        AnswerCache(OBS_SPACE, bits=9, num_actions=2).load_state_dict(state)
+        AnswerCache(OBS_SPACE, bits=9).load_state_dict(state)
 
 
 def test_cache_needs_a_box_observation_space() -> None:
     with pytest.raises(PrivacyConfigError, match="teacher_cache_bits needs a Box"):
-        AnswerCache(gym.spaces.Discrete(3), bits=4, num_actions=2)
+        AnswerCache(gym.spaces.Discrete(3), bits=4)
 
 
 @pytest.mark.parametrize("bits", [-1, 257, 2.5, True, "8"])
@@ -150,7 +150,7 @@ def test_each_code_is_released_once_and_later_states_get_the_same_answer_for_fre
     assert stats["cached"] == 200 - distinct and stats["asked"] == 200
     assert stats["epsilon_spent"] == pytest.approx(_rdp_epsilon(teacher, {20.0: distinct}))
     # Rows with the same code got the same answer.
-    codes = AnswerCache(OBS_SPACE, bits=6, num_actions=2).keys(obs)
+    codes = AnswerCache(OBS_SPACE, bits=6).keys(obs)
     by_code: dict[bytes, np.ndarray] = {}
     for code, row in zip(codes, first.policies, strict=True):
         np.testing.assert_array_equal(by_code.setdefault(code, row), row)
@@ -170,8 +170,8 @@ def test_new_codes_at_a_later_k_are_released_at_that_k() -> None:
     first = teacher.answer(_obs(50, seed=1))
     teacher.start_rollout(expected_states=50)
     second = teacher.answer(_obs(50, seed=2))
-    codes_1 = set(AnswerCache(OBS_SPACE, bits=16, num_actions=2).keys(_obs(50, seed=1)))
-    codes_2 = AnswerCache(OBS_SPACE, bits=16, num_actions=2).keys(_obs(50, seed=2))
+    codes_1 = set(AnswerCache(OBS_SPACE, bits=16).keys(_obs(50, seed=1)))
+    codes_2 = AnswerCache(OBS_SPACE, bits=16).keys(_obs(50, seed=2))
     new = len({code for code in codes_2 if code not in codes_1})
     assert np.count_nonzero(second.row_k(50) == 10.0) >= new > 0
     releases = {20.0: teacher.stats()["releases"] - new, 10.0: new}
