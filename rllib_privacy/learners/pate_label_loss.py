@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from ray.rllib.connectors.common import AddObservationsFromEpisodesToBatch
 from ray.rllib.core.columns import Columns
@@ -13,10 +14,14 @@ from ray.rllib.utils.annotations import override
 
 from rllib_privacy.connectors.pate_labels import PATE_LABEL_MASK, PATE_LABELS, AddPATELabelsToBatch
 
-__all__ = ["DEFAULT_LABEL_LOSS_COEFF", "PATELabelLossMixin"]
+__all__ = ["DEFAULT_LABEL_LOSS_COEFF", "DEFAULT_LABEL_REPLAY_SIZE", "PATELabelLossMixin"]
 
 #: Used when neither the config attribute nor ``learner_config_dict`` sets the coefficient.
 DEFAULT_LABEL_LOSS_COEFF = 1.0
+#: Labeled states replayed per minibatch when the config does not say (0: no replay).
+DEFAULT_LABEL_REPLAY_SIZE = 256
+#: Learner-state key of the remembered labels (part of every Algorithm checkpoint).
+_LABEL_SET_STATE = "pate_label_set"
 
 
 class PATELabelLossMixin(TorchLearner):
@@ -25,12 +30,23 @@ class PATELabelLossMixin(TorchLearner):
     Put it before the learner class: ``class L(PATELabelLossMixin, PPOTorchLearner)``.
     ``build()`` inserts :class:`AddPATELabelsToBatch` into the learner connector (right
     after the observations are added), so labels written by the labeling callback reach
-    the batch. States without a label are masked out; with no label in a batch the
-    extra term is 0. The coefficient is ``config.pate_label_loss_coeff`` if the config has
-    it, else ``learner_config_dict["pate_label_loss_coeff"]``, else 1.0.
+    the batch.
 
-    Metrics (per module, under ``learners/<module>/``): ``pate_label_loss`` and
-    ``pate_labeled_fraction``.
+    **Label replay** (``pate_label_replay_size`` > 0, the default): every label that reaches
+    a batch is remembered (one entry per distinct state), and each minibatch's label term is
+    the cross-entropy over up to ``pate_label_replay_size`` remembered labels (all of them
+    while there are fewer, else a uniform sample). A PATE budget buys tens to hundreds of
+    labels; without replay each is used in the one batch it arrived in, and the student
+    forgets it. Re-using released labels is post-processing: it costs no privacy. The set is
+    part of the learner's state, so a restored run keeps it. With
+    ``pate_label_replay_size: 0`` the term is over the batch's own labeled states only (0
+    when the batch has none).
+
+    The coefficient is ``config.pate_label_loss_coeff`` if the config has it, else
+    ``learner_config_dict["pate_label_loss_coeff"]``, else 1.0 (the replay size likewise).
+
+    Metrics (per module, under ``learners/<module>/``): ``pate_label_loss``,
+    ``pate_labeled_fraction`` (of the batch) and ``pate_label_set_size``.
     """
 
     @override(Learner)
@@ -41,37 +57,101 @@ class PATELabelLossMixin(TorchLearner):
             self._learner_connector.insert_after(
                 AddObservationsFromEpisodesToBatch, AddPATELabelsToBatch()
             )
+        # One entry per distinct labeled state (its bytes): every SGD epoch sees the same
+        # batch again, and must not add its labels twice.
+        self._pate_label_set: dict[bytes, tuple[np.ndarray, int]] = {}
+        self._pate_replay_generator = torch.Generator().manual_seed(int(self.config.seed or 0))
 
-    def _pate_label_loss_coeff(self, config: Any) -> float:
-        coeff = getattr(config, "pate_label_loss_coeff", None)
-        if coeff is None:
-            coeff = (config.learner_config_dict or {}).get(
-                "pate_label_loss_coeff", DEFAULT_LABEL_LOSS_COEFF
-            )
-        return float(coeff)
+    def _pate_setting(self, config: Any, key: str, default: float) -> float:
+        value = getattr(config, key, None)
+        if value is None:
+            value = (config.learner_config_dict or {}).get(key, default)
+        return value
+
+    def _remember_labels(self, observations: torch.Tensor, labels: torch.Tensor) -> None:
+        """Adds the labeled states of a (mini)batch to the label set."""
+        rows = observations.detach().cpu().numpy()
+        for row, label in zip(rows, labels.detach().cpu().numpy(), strict=True):
+            self._pate_label_set.setdefault(row.tobytes(), (row.copy(), int(label)))
+
+    def _replayed_labels(self, size: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Up to ``size`` remembered (states, labels), on this learner's device."""
+        entries = list(self._pate_label_set.values())
+        if not entries:
+            return None
+        if len(entries) > size:
+            picked = torch.randperm(len(entries), generator=self._pate_replay_generator)[:size]
+            entries = [entries[i] for i in picked.tolist()]
+        observations = torch.from_numpy(np.stack([row for row, _ in entries]))
+        labels = torch.tensor([label for _, label in entries], dtype=torch.long)
+        return observations.to(self._device), labels.to(self._device)
 
     @override(TorchLearner)
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
-        """Adds the masked label cross-entropy to the wrapped learner's loss."""
+        """Adds the label cross-entropy (replayed, or the batch's own) to the base loss."""
         loss = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
         if PATE_LABEL_MASK not in batch:
             return loss
         mask = batch[PATE_LABEL_MASK].float()
-        cross_entropy = torch.nn.functional.cross_entropy(
-            fwd_out[Columns.ACTION_DIST_INPUTS], batch[PATE_LABELS].long(), reduction="none"
-        )
         labeled = mask.sum()
-        label_loss = (cross_entropy * mask).sum() / labeled.clamp(min=1.0)
+        replay_size = int(
+            self._pate_setting(config, "pate_label_replay_size", DEFAULT_LABEL_REPLAY_SIZE)
+        )
+        if replay_size > 0:
+            chosen = mask > 0
+            self._remember_labels(batch[Columns.OBS][chosen], batch[PATE_LABELS][chosen])
+            replayed = self._replayed_labels(replay_size)
+            if replayed is None:
+                label_loss = torch.zeros((), device=loss.device)
+            else:
+                observations, labels = replayed
+                logits = self.module[module_id].forward_train({Columns.OBS: observations})[
+                    Columns.ACTION_DIST_INPUTS
+                ]
+                label_loss = torch.nn.functional.cross_entropy(logits, labels)
+        else:
+            cross_entropy = torch.nn.functional.cross_entropy(
+                fwd_out[Columns.ACTION_DIST_INPUTS], batch[PATE_LABELS].long(), reduction="none"
+            )
+            label_loss = (cross_entropy * mask).sum() / labeled.clamp(min=1.0)
         self.metrics.log_dict(
             {
                 "pate_label_loss": label_loss.detach(),
                 "pate_labeled_fraction": (labeled / mask.numel()).detach(),
+                "pate_label_set_size": float(len(self._pate_label_set)),
             },
             key=module_id,
             window=1,
         )
-        return loss + self._pate_label_loss_coeff(config) * label_loss
+        coeff = float(self._pate_setting(config, "pate_label_loss_coeff", DEFAULT_LABEL_LOSS_COEFF))
+        return loss + coeff * label_loss
+
+    @override(Learner)
+    def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
+        """RLlib's learner state plus the remembered labels."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if not self._check_component(_LABEL_SET_STATE, components, not_components):
+            return state  # e.g. the weights-only states of every weight sync
+        entries = list(self._pate_label_set.values())
+        state[_LABEL_SET_STATE] = {
+            "observations": np.stack([row for row, _ in entries]) if entries else None,
+            "labels": np.asarray([label for _, label in entries], dtype=np.int64),
+        }
+        return state
+
+    @override(Learner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's learner state and the remembered labels."""
+        super().set_state(state)
+        saved = state.get(_LABEL_SET_STATE)
+        if saved is None:
+            return
+        self._pate_label_set = {}
+        if saved["observations"] is not None:
+            rows = np.asarray(saved["observations"])
+            for row, label in zip(rows, np.asarray(saved["labels"]), strict=True):
+                self._pate_label_set[row.tobytes()] = (row.copy(), int(label))

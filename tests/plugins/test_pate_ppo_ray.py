@@ -80,10 +80,15 @@ def test_global_budget_labels_once_masked_loss_and_restore(
         assert 0 < first["pate"]["epsilon_data_dependent"] <= first["pate_epsilon"]
         assert "label_agreement" not in first["pate"]
 
+        # Label replay: the 150 labels are remembered once each (not once per epoch).
+        assert learner["pate_label_set_size"] == 150
+
         second = algo.train()
         learner = second[LEARNER_RESULTS]["default_policy"]
         assert second["pate_queries"] == 150  # the budget stopped the queries
-        assert learner["pate_labeled_fraction"] == 0.0 and learner["pate_label_loss"] == 0.0
+        assert learner["pate_labeled_fraction"] == 0.0
+        # No new label, but the remembered ones still train the student.
+        assert learner["pate_label_loss"] > 0.0 and learner["pate_label_set_size"] == 150
         algo.save_to_path(str(tmp_path / "checkpoint"))
         saved = ray.get(algo._labeler.state_dict.remote())
     finally:
@@ -96,8 +101,27 @@ def test_global_budget_labels_once_masked_loss_and_restore(
         assert ray.get(restored._labeler.state_dict.remote()) == saved
         again = restored.train()
         assert again["pate_queries"] == 150 and again["pate_epsilon"] == second["pate_epsilon"]
+        # The remembered labels are part of the learner's checkpoint state.
+        assert again[LEARNER_RESULTS]["default_policy"]["pate_label_set_size"] == 150
     finally:
         restored.stop()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_without_replay_only_the_batch_labels_count(
+    ray_session: object, teachers: list[str]
+) -> None:
+    config = _config(teachers, num_env_runners=0)
+    config.pate_label_replay_size = 0
+    algo = config.build_algo()
+    try:
+        assert algo.train()[LEARNER_RESULTS]["default_policy"]["pate_label_loss"] > 0.0
+        learner = algo.train()[LEARNER_RESULTS]["default_policy"]
+        assert learner["pate_labeled_fraction"] == 0.0 and learner["pate_label_loss"] == 0.0
+        assert learner["pate_label_set_size"] == 0
+    finally:
+        algo.stop()
 
 
 @pytest.mark.ray

@@ -74,6 +74,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_query_selection": "least_confident",
     "pate_queries_per_sample": 100,
     "pate_label_loss_coeff": 1.0,
+    "pate_label_replay_size": 256,
     "pate_log_label_agreement": False,
     "pate_log_data_dependent_epsilon": False,
     "pate_secure_mode": False,
@@ -141,6 +142,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
         pate_query_selection: str = NotProvided,  # type: ignore[assignment]
         pate_queries_per_sample: int | None = NotProvided,  # type: ignore[assignment]
         pate_label_loss_coeff: float = NotProvided,  # type: ignore[assignment]
+        pate_label_replay_size: int = NotProvided,  # type: ignore[assignment]
         pate_log_label_agreement: bool = NotProvided,  # type: ignore[assignment]
         pate_log_data_dependent_epsilon: bool = NotProvided,  # type: ignore[assignment]
         pate_secure_mode: bool = NotProvided,  # type: ignore[assignment]
@@ -167,6 +169,8 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             pate_query_selection: ``all``, ``random`` or ``least_confident``.
             pate_queries_per_sample: Most states sent per EnvRunner sample (None: all).
             pate_label_loss_coeff: Weight of the cross-entropy to the labels.
+            pate_label_replay_size: Labels replayed per minibatch from every label received
+                so far (post-processing: no privacy cost); 0: each batch's own labels only.
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
             pate_log_data_dependent_epsilon: Report the NON-PRIVATE un-noised data-dependent ε.
             pate_secure_mode: Floating-point-safe vote noise (OpenDP, OS entropy); the seed
@@ -231,6 +235,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
                 f"per order is kept for every query), got {self.pate_max_order!r}"
             )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
+        _check_int("pate_label_replay_size", self.pate_label_replay_size, low=0)
         check_journal_dir(self.privacy_journal_dir)
         for key in ("pate_log_label_agreement", "pate_log_data_dependent_epsilon",
                     "pate_secure_mode"):  # fmt: skip
