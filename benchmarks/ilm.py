@@ -71,11 +71,22 @@ DQN_OVERRIDES: dict[str, Any] = {"train_batch_size_per_learner": 256, "num_envs_
 #: --quick: a subsample, one ε and one seed, a few episodes (about a minute on 2 cores).
 QUICK = {
     "epsilons": "0.1",
-    "utility_rewards": "marginal",
+    "arms": "improve",
     "seeds": 1,
     "steps": 1200,
     "max_instances": 60,
     "evals": 2,
+}
+
+
+#: DQN arms: env_config keys each sets. ``paper``/``marginal``: the paper's MDP (one instance
+#: per step, from uniform Laplace) with that ``utility_reward``; ``improve``: one distinct
+#: value per step from the best single scale, infeasible moves rejected, dataset-independent
+#: visiting order (most frequent value first), as the greedy baseline.
+ARMS: dict[str, dict[str, Any]] = {
+    "paper": {"formulation": "assign", "utility_reward": "paper"},
+    "marginal": {"formulation": "assign", "utility_reward": "marginal"},
+    "improve": {"formulation": "improve", "shuffle": False},
 }
 
 
@@ -159,13 +170,14 @@ def policy_point(module: Any, env: Any) -> dict[str, Any]:
         "recruited": repair.recruited,
         "floor_used": repair.floor_used,
         "action_counts": [int(np.count_nonzero(scales == s)) for s in env.action_scales],
+        **({"moves": env.move_counts} if env.move_counts is not None else {}),
     }
 
 
 def train_and_evaluate(
-    config: dict[str, Any], epsilon: float, seed: int, steps: int, evals: int, reward: str
+    config: dict[str, Any], epsilon: float, seed: int, steps: int, evals: int, arm: str
 ) -> dict[str, Any]:
-    """Train DQN for ``steps`` env steps with the env's ``utility_reward`` ``reward``;
+    """Train DQN for ``steps`` env steps with the env_config of ``ARMS[arm]``;
     evaluate its greedy policy ``evals`` times."""
     import ray
     import torch
@@ -179,7 +191,7 @@ def train_and_evaluate(
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     config = copy.deepcopy(config)
     config["env_config"]["epsilon"] = epsilon
-    config["env_config"]["utility_reward"] = reward
+    config["env_config"].update(ARMS[arm])
     config["seed"] = seed
     # ε-greedy decays over the first half of the steps, whatever their number.
     config["epsilon"] = [[0, 1.0], [steps // 2, 0.02]]
@@ -225,7 +237,7 @@ def train_and_evaluate(
     return {
         "epsilon": epsilon,
         "seed": seed,
-        "utility_reward": reward,
+        "utility_reward": arm,
         "env_steps": sampled,
         "train_s": train_seconds,
         "wall_s": time.perf_counter() - start,
@@ -272,7 +284,7 @@ def summary_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str
     """One row per ε and DQN arm: KL ratios to uniform Laplace of every method."""
     header = [
         "ε",
-        "DQN utility reward",
+        "DQN arm",
         "KL Laplace",
         "best single (actions)",
         "greedy (actions)",
@@ -362,7 +374,14 @@ def detail_table(base: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
                     f"DQN {run.get('utility_reward', 'paper')} seed {run['seed']}",
                     f"released KL ratio by env steps {curve}; last change "
                     f"{fmt(converged(run['curve']), 2)}; scale counts "
-                    f"{run['final']['action_counts']}; repair recruits "
+                    f"{run['final']['action_counts']}; "
+                    + (
+                        "greedy-policy moves {accepted} accepted, {rejected} rejected by the "
+                        "pDP check; ".format(**run["final"]["moves"])
+                        if "moves" in run["final"]
+                        else ""
+                    )
+                    + "repair recruits "
                     f"{run['final'].get('recruited', 0)}, common scale used: "
                     f"{run['final']['floor_used']}; train {run['train_s']:.0f} s",
                 ]
@@ -417,9 +436,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--unassigned", choices=("uniform", "same"), help="env_config unassigned (YAML's)"
     )
     parser.add_argument(
+        "--arms",
         "--utility-rewards",
-        default="paper,marginal",
-        help="DQN arms: the env's utility_reward values, comma-separated (paper,marginal)",
+        dest="arms",
+        default="improve",
+        help=f"DQN arms, comma-separated, from {list(ARMS)} (default: improve)",
     )
     parser.add_argument(
         "--set",
@@ -457,9 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.set:
         key, _, value = item.partition("=")
         config[key.strip()] = json.loads(value)
-    rewards = [r.strip() for r in args.utility_rewards.split(",")]
-    if not set(rewards) <= {"paper", "marginal"}:
-        print(f"--utility-rewards: {rewards} not all in paper, marginal", file=sys.stderr)
+    rewards = [r.strip() for r in args.arms.split(",")]
+    if not set(rewards) <= set(ARMS):
+        print(f"--arms: {rewards} not all in {list(ARMS)}", file=sys.stderr)
         return 2
     # A SIGTERM (e.g. `timeout`) unwinds through run_json_processes, which stops the runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

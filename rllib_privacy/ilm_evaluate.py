@@ -208,6 +208,8 @@ def evaluate(
     bins: int | None = None,
     pe_dim: int = 16,
     actions: tuple[Any, ...] | str | None = None,
+    formulation: str = "assign",
+    passes: int = 2,
 ) -> ILMEvaluation:
     """Evaluate a restored module on a CSV dataset or a bundled one (see the module docstring).
 
@@ -221,6 +223,9 @@ def evaluate(
         pe_dim: Positional encoding length.
         actions: The action set (None: the paper's five scales; ``"geometric:N"`` as in the
             env's ``actions`` key).
+        formulation: The env's ``formulation`` the policy was trained with (``assign`` or
+            ``improve``).
+        passes: The env's ``passes`` (``improve`` only).
 
     Raises:
         PrivacyConfigError: Bad data/arguments, or a module whose observation or action
@@ -231,7 +236,8 @@ def evaluate(
 
     obs_dim = int(np.prod(module.observation_space.shape))
     if bins is None:
-        bins = obs_dim - pe_dim
+        # ``improve`` observations do not contain the PMF: the env's default bins.
+        bins = obs_dim - pe_dim if formulation == "assign" else 50
     env = InstanceWiseLaplaceEnv(
         {
             "data_path": data,
@@ -242,12 +248,15 @@ def evaluate(
             "pe_dim": pe_dim,
             "actions": (actions if isinstance(actions, str) else list(actions or PAPER_ACTIONS)),
             "shuffle": False,
+            "formulation": formulation,
+            "passes": passes,
         }
     )
     if env.observation_space.shape != (obs_dim,):
         raise PrivacyConfigError(
-            f"--bins/--pe-dim: the checkpoint's module expects observations of size {obs_dim} "
-            f"(pe_dim + bins), but --pe-dim {pe_dim} and --bins {bins} give "
+            f"--bins/--pe-dim/--formulation/--actions: the checkpoint's module expects "
+            f"observations of size {obs_dim}, but --formulation {formulation} with --pe-dim "
+            f"{pe_dim}, --bins {bins} and {env.action_space.n} actions gives "
             f"{env.observation_space.shape[0]}"
         )
     if getattr(module.action_space, "n", None) != env.action_space.n:
@@ -411,6 +420,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'entries (a number × Δf, or "K/eps"); default: the paper\'s five scales',
     )
     parser.add_argument(
+        "--formulation",
+        choices=("assign", "improve"),
+        default="assign",
+        help="the env formulation the policy was trained with (default: assign)",
+    )
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=2,
+        metavar="N",
+        help="sweeps over the distinct values, --formulation improve only (default: 2)",
+    )
+    parser.add_argument(
         "--output-dir",
         default="ilm_evaluation",
         metavar="DIR",
@@ -447,6 +469,8 @@ def run(args: argparse.Namespace) -> int:
         bins=args.bins,
         pe_dim=args.pe_dim,
         actions=parse_actions(args.actions),
+        formulation=args.formulation,
+        passes=args.passes,
     )
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -55,9 +55,11 @@ __all__ = [
     "RepairResult",
     "SingleScaleResult",
     "best_single_scale",
+    "feasible_losses",
     "geometric_scales",
     "greedy_scales",
     "pdp_violations",
+    "rejection_grid",
     "repair_scales",
 ]
 
@@ -206,8 +208,12 @@ def best_single_scale(
     return best
 
 
-def _rejection_grid(values: np.ndarray, widest: float) -> np.ndarray:
-    """Output points where a violation shows first: the data, midpoints, and the tails."""
+def rejection_grid(values: np.ndarray, widest: float) -> np.ndarray:
+    """Output points where a violation shows first: the data, midpoints, and the tails.
+
+    The grid of :func:`feasible_losses`'s cheap pre-check; ``widest`` is the widest scale
+    an assignment may use (the tails reach ``2^7`` times it).
+    """
     distinct = np.unique(values)
     tails = widest * 2.0 ** np.arange(-4, 8)
     return np.concatenate(
@@ -215,11 +221,19 @@ def _rejection_grid(values: np.ndarray, widest: float) -> np.ndarray:
     )
 
 
-def _feasible(values: np.ndarray, scales: np.ndarray, epsilon: float, grid: np.ndarray) -> bool:
-    """Exact check, after a cheap grid check that can only reject (a grid loss is a lower bound)."""
+def feasible_losses(
+    values: np.ndarray, scales: np.ndarray, epsilon: float, grid: np.ndarray
+) -> np.ndarray | None:
+    """Every instance's exact loss if all are within ε, else None.
+
+    A cheap check on ``grid`` (:func:`rejection_grid`) runs first and can only reject (a
+    grid loss is a lower bound of the exact one); the exact losses
+    (:func:`~rllib_privacy.accounting.pdp.instance_privacy_losses`) decide.
+    """
     if np.any(instance_privacy_losses_on_grid(values, scales, grid) > epsilon):
-        return False
-    return bool(np.all(instance_privacy_losses(values, scales) <= epsilon))
+        return None
+    losses = instance_privacy_losses(values, scales)
+    return losses if bool(np.all(losses <= epsilon)) else None
 
 
 def greedy_scales(
@@ -271,7 +285,7 @@ def greedy_scales(
     choice = np.full(distinct.size, options.size - 1)  # every value at the start scale
     pmf = weighted[np.arange(distinct.size), choice].sum(axis=0)
     kl = start_kl = kl_divergence(data_pmf, pmf)
-    grid = _rejection_grid(values, float(options.max()))
+    grid = rejection_grid(values, float(options.max()))
     passes = moves = 0
     for passes in range(1, max_passes + 1):  # noqa: B007 (reported after the loop)
         moved = False
@@ -282,7 +296,7 @@ def greedy_scales(
                 if not alt_kl[option] < kl * (1.0 - _MIN_GAIN):
                     break
                 trial = options[np.where(inverse == value, option, choice[inverse])]
-                if _feasible(values, trial, epsilon, grid):
+                if feasible_losses(values, trial, epsilon, grid) is not None:
                     choice[value], pmf, kl = option, alternatives[option], float(alt_kl[option])
                     moves += 1
                     moved = True

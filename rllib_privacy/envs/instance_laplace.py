@@ -62,7 +62,13 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy._validation import did_you_mean
-from rllib_privacy.accounting.ilm_scales import geometric_scales, repair_scales
+from rllib_privacy.accounting.ilm_scales import (
+    best_single_scale,
+    feasible_losses,
+    geometric_scales,
+    rejection_grid,
+    repair_scales,
+)
 from rllib_privacy.accounting.pdp import instance_privacy_losses
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.instance_laplace import (
@@ -115,6 +121,10 @@ class ILMSettings:
             floating-point-safe Laplace noise instead of numpy's.
         utility_reward: ``"paper"`` (``R_U`` of the whole assignment, the default) or
             ``"marginal"`` (the step's KL improvement × n / KL_LAP).
+        formulation: ``"assign"`` (the paper's MDP, the default: one instance per step) or
+            ``"improve"`` (one distinct value's copies per step, from the best single
+            scale, infeasible moves rejected; see the module docstring).
+        passes: ``improve`` only: sweeps over the distinct values per episode.
 
     """
 
@@ -131,12 +141,18 @@ class ILMSettings:
     unassigned: str = "uniform"
     secure_mode: bool = False
     utility_reward: str = "paper"
+    formulation: str = "assign"
+    passes: int = 2
 
 
 #: Allowed values of ``unassigned``.
 UNASSIGNED_RULES: tuple[str, ...] = ("uniform", "same")
 #: Allowed values of ``utility_reward``.
 UTILITY_REWARDS: tuple[str, ...] = ("paper", "marginal")
+#: Allowed values of ``formulation``.
+FORMULATIONS: tuple[str, ...] = ("assign", "improve")
+#: ``improve``: reward of a move the pDP check rejects.
+REJECT_PENALTY = -1.0
 
 ENV_CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ILMSettings))
 
@@ -200,6 +216,9 @@ def parse_settings(env_config: Mapping[str, Any] | None) -> ILMSettings:
         raise _key_error(
             "utility_reward", f"one of {list(UTILITY_REWARDS)}", settings.utility_reward
         )
+    if settings.formulation not in FORMULATIONS:
+        raise _key_error("formulation", f"one of {list(FORMULATIONS)}", settings.formulation)
+    _int("passes", settings.passes, 1)
     actions = settings.actions
     if isinstance(actions, str):
         geometric_count(actions)
@@ -401,18 +420,69 @@ class InstanceWiseLaplaceEnv(gym.Env):
                 for v in self._distinct
             ]
         )
-        dim = settings.pe_dim + settings.bins
-        low = np.concatenate([-np.ones(settings.pe_dim), np.zeros(settings.bins)])
+        self.improve = settings.formulation == "improve"
+        num_actions = self.action_scales.size
+        if self.improve:
+            self._setup_improve()
+            # Encoding, share, current-scale one-hot (uniform slot last), KL changes, slack,
+            # progress.
+            dim = settings.pe_dim + 1 + (num_actions + 1) + num_actions + 3
+            low = -np.ones(dim)
+        else:
+            dim = settings.pe_dim + settings.bins
+            low = np.concatenate([-np.ones(settings.pe_dim), np.zeros(settings.bins)])
         self.observation_space = gym.spaces.Box(
             low=low.astype(np.float32), high=np.ones(dim, dtype=np.float32), dtype=np.float32
         )
-        self.action_space = gym.spaces.Discrete(len(self.action_scales))
-        self._order = np.arange(self.n)
+        self.action_space = gym.spaces.Discrete(num_actions)
+        self._order = self._visiting_order(shuffle=False)
         self._step = 0
         self._start_assignment()
 
+    def _setup_improve(self) -> None:
+        """``improve``: distinct-value groups, the start (best single scale), the pDP grid."""
+        counts = np.bincount(self._value_index)
+        self._groups = counts.size
+        self._share = counts / counts.max()
+        self._by_frequency = np.argsort(-counts, kind="stable")
+        self._first_instance = np.unique(self._value_index, return_index=True)[1]
+        # Each distinct value's bin masses weighted by its share of the data.
+        self._weighted = self._masses * (counts / self.n)[:, None, None]
+        start = best_single_scale(self.values, self.epsilon, self.action_scales, self.edges)
+        self._start_row = self.action_scales.size if start.index is None else start.index
+        self._start_scale = self.uniform_scale if start.scale is None else start.scale
+        widest = max(float(self.action_scales.max()), self.uniform_scale)
+        self._grid = rejection_grid(self.values, widest)
+        self._start_losses = instance_privacy_losses(
+            self.values, np.full(self.n, self._start_scale)
+        )
+        self._kl_start = kl_divergence(
+            self.data_pmf, self._weighted[:, self._start_row].sum(axis=0)
+        )
+
+    def _visiting_order(self, *, shuffle: bool) -> np.ndarray:
+        """Instances (``assign``) or ``passes`` sweeps of distinct values (``improve``)."""
+        if not self.improve:
+            return self.np_random.permutation(self.n) if shuffle else np.arange(self.n)
+        sweeps = [
+            self.np_random.permutation(self._groups) if shuffle else self._by_frequency
+            for _ in range(self.settings.passes)
+        ]
+        return np.concatenate(sweeps)
+
     def _start_assignment(self) -> None:
-        """Every instance at the uniform scale (the last row of ``_masses``)."""
+        """Every instance at the start scale: uniform (``assign``) or best single (``improve``).
+
+        ``assign``'s uniform scale is the last row of ``_masses``.
+        """
+        if self.improve:
+            self._group_rows = np.full(self._groups, self._start_row)
+            self.scales = np.full(self.n, self._start_scale)
+            self._pmf = self._weighted[:, self._start_row].sum(axis=0)
+            self._kl = self._kl_start
+            self._losses = self._start_losses.copy()
+            self._moves = {"accepted": 0, "rejected": 0}
+            return
         self.scales = np.full(self.n, self.uniform_scale)
         self._rows = np.full(self.n, self.action_scales.size)
         self._pmf = self._uniform_pmf()
@@ -422,8 +492,37 @@ class InstanceWiseLaplaceEnv(gym.Env):
         return self._masses[self._value_index, -1].mean(axis=0)
 
     def _observation(self) -> np.ndarray:
+        if self.improve:
+            return self._improve_observation()
         index = self._order[min(self._step, self.n - 1)]
         obs = np.concatenate([self._encodings[self._value_index[index]], self._pmf])
+        return np.clip(obs, self.observation_space.low, self.observation_space.high).astype(
+            np.float32
+        )
+
+    def _alternative_kls(self, group: int) -> np.ndarray:
+        """KL divergence if ``group``'s copies took each action's scale (others unchanged)."""
+        current = self._weighted[group, self._group_rows[group]]
+        pmfs = self._pmf[None, :] + self._weighted[group, : self.action_scales.size] - current
+        return np.array([kl_divergence(self.data_pmf, q) for q in pmfs])
+
+    def _improve_observation(self) -> np.ndarray:
+        """``improve``: what tells this value's move apart (see the module docstring)."""
+        group = self._order[min(self._step, self._order.size - 1)]
+        current = np.zeros(self.action_scales.size + 1)
+        current[self._group_rows[group]] = 1.0
+        change = (self._alternative_kls(group) - self._kl) / self._kl
+        group_loss = self._losses[self._first_instance] / self.epsilon
+        neighbours = group_loss[max(group - 1, 0) : group + 2]
+        obs = np.concatenate(
+            [
+                self._encodings[group],
+                [self._share[group]],
+                current,
+                change,
+                [group_loss[group], neighbours.max(), self._step / self._order.size],
+            ]
+        )
         return np.clip(obs, self.observation_space.low, self.observation_space.high).astype(
             np.float32
         )
@@ -431,14 +530,17 @@ class InstanceWiseLaplaceEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start an episode: every scale back to uniform, a new visiting order."""
+        """Start an episode: every scale back to the start, a new visiting order."""
         super().reset(seed=seed)
-        self._order = (
-            self.np_random.permutation(self.n) if self.settings.shuffle else np.arange(self.n)
-        )
+        self._order = self._visiting_order(shuffle=self.settings.shuffle)
         self._step = 0
         self._start_assignment()
         return self._observation(), {"kl_laplace": self.kl_laplace}
+
+    @property
+    def move_counts(self) -> dict[str, int] | None:
+        """``improve``: this episode's accepted and rejected moves so far; else None."""
+        return dict(self._moves) if self.improve else None
 
     def released_scales(self) -> np.ndarray:
         """The current scales after :func:`~rllib_privacy.accounting.ilm_scales.repair_scales`.
@@ -469,9 +571,11 @@ class InstanceWiseLaplaceEnv(gym.Env):
         """Assign ``action_scales[action]`` to the current instance; see the reward rule."""
         if not self.action_space.contains(action):
             raise ValueError(f"action must be in {self.action_space}, got {action!r}")
-        if self._step >= self.n:
+        if self._step >= self._order.size:
             raise RuntimeError("episode is over; call reset()")
         action = int(action)
+        if self.improve:
+            return self._improve_step(action)
         index = self._order[self._step]
         self.scales[index] = self.action_scales[action]
         self._rows[index] = action
@@ -492,22 +596,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
             # Every instance still over ε at the end costs its -1 once more; a single -1
             # would let a policy trade a few violations for many cheap utility rewards.
             reward_e = 1.0 if violations == 0 else -float(violations)
-            # The released assignment: the policy's scales, repaired (the reward above
-            # judges the policy's own scales).
-            repair = repair_scales(self.values, self.scales, self.epsilon, losses=losses)
-            repaired_pmf = self._pmf
-            if repair.num_widened:
-                repaired_pmf = privatized_pmf(self.values, repair.scales, self.edges)
-            info.update(
-                loss=float(losses[index]),
-                pdp_violations=violations,
-                pdp_pass_rate=1.0 - violations / self.n,
-                max_loss=float(losses.max()),
-                scales=repair.scales,
-                policy_scales=self.scales.copy(),
-                repaired_instances=repair.num_widened,
-                kl_ratio_repaired=kl_divergence(self.data_pmf, repaired_pmf) / self.kl_laplace,
-            )
+            info.update(self._final_info(losses, index))
         else:
             checked = self.scales
             if self.settings.unassigned == "same":
@@ -517,3 +606,59 @@ class InstanceWiseLaplaceEnv(gym.Env):
             reward_e = 1.0 if loss <= self.epsilon else -1.0
             info["loss"] = loss
         return self._observation(), reward_e + reward_u, terminated, False, info
+
+    def _final_info(self, losses: np.ndarray, index: int) -> dict[str, Any]:
+        """End-of-episode info: pDP of the policy's scales and the released assignment."""
+        violations = int(np.count_nonzero(losses > self.epsilon))
+        # The released assignment: the policy's scales, repaired (the reward judges the
+        # policy's own scales).
+        repair = repair_scales(self.values, self.scales, self.epsilon, losses=losses)
+        repaired_pmf = self._pmf
+        if repair.num_widened:
+            repaired_pmf = privatized_pmf(self.values, repair.scales, self.edges)
+        return {
+            "loss": float(losses[index]),
+            "pdp_violations": violations,
+            "pdp_pass_rate": 1.0 - violations / self.n,
+            "max_loss": float(losses.max()),
+            "scales": repair.scales,
+            "policy_scales": self.scales.copy(),
+            "repaired_instances": repair.num_widened,
+            "kl_ratio_repaired": kl_divergence(self.data_pmf, repaired_pmf) / self.kl_laplace,
+        }
+
+    def _improve_step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """``improve``: move the current value's copies to ``action``'s scale if pDP allows."""
+        group = self._order[self._step]
+        current = self._group_rows[group]
+        reward = 0.0
+        if action != current:
+            trial = self.scales.copy()
+            trial[self._value_index == group] = self.action_scales[action]
+            losses = feasible_losses(self.values, trial, self.epsilon, self._grid)
+            if losses is None:
+                reward = REJECT_PENALTY
+                self._moves["rejected"] += 1
+            else:
+                pmf = self._pmf + self._weighted[group, action] - self._weighted[group, current]
+                kl = kl_divergence(self.data_pmf, pmf)
+                reward = self._groups * math.log(self._kl / kl)
+                self.scales, self._losses, self._pmf, self._kl = trial, losses, pmf, kl
+                self._group_rows[group] = action
+                self._moves["accepted"] += 1
+        self._step += 1
+        terminated = self._step == self._order.size
+        index = int(self._first_instance[group])
+        info: dict[str, Any] = {
+            "kl": self._kl,
+            "kl_ratio": self._kl / self.kl_laplace,
+            "loss": float(self._losses[index]),
+        }
+        if terminated:
+            info.update(self._final_info(self._losses, index))
+            info.update(
+                accepted_moves=self._moves["accepted"],
+                rejected_moves=self._moves["rejected"],
+                kl_ratio_start=self._kl_start / self.kl_laplace,
+            )
+        return self._observation(), reward, terminated, False, info

@@ -87,6 +87,19 @@ def test_each_reward_arm_gets_its_own_row(bench) -> None:
     assert bench.main(["--no-dqn", "--utility-rewards", "paper,dense"]) == 2
 
 
+def test_improve_arm_reports_its_moves_and_sets_the_env_formulation(bench) -> None:
+    base = [_base(0.1, single=0.2, greedy=0.1)]
+    run = _run(0.1, 0, 0.15, 0.15, 0, "improve")
+    run["final"]["moves"] = {"accepted": 7, "rejected": 2}
+    detail = bench.detail_table(base, [run])
+    assert "DQN improve seed 0" in detail
+    assert "greedy-policy moves 7 accepted, 2 rejected by the pDP check; repair" in detail
+    assert "rejected" not in bench.detail_table(base, [_run(0.1, 0, 0.15, 0.15, 0)])
+    assert bench.ARMS["improve"]["formulation"] == "improve"
+    assert bench.build_parser().parse_args([]).arms == "improve"
+    assert bench.build_parser().parse_args(["--utility-rewards", "paper"]).arms == "paper"
+
+
 def test_target_not_met_is_not_marked(bench) -> None:
     base = [_base(0.011, single=0.12, greedy=0.12)]
     row = bench.summary_table(base, [_run(0.011, 0, 0.2, 0.115, 3)]).splitlines()[2]
@@ -126,7 +139,8 @@ def test_set_overrides_are_json(bench) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_one_tiny_dqn_trial_reports_the_repaired_release(bench, tmp_path: Path) -> None:
+@pytest.mark.parametrize("arm", ["marginal", "improve"])
+def test_one_tiny_dqn_trial_reports_the_repaired_release(bench, tmp_path: Path, arm: str) -> None:
     config = {
         **bench.load_config(bench.DEFAULT_YAML),
         **bench.DQN_OVERRIDES,
@@ -140,16 +154,19 @@ def test_one_tiny_dqn_trial_reports_the_repaired_release(bench, tmp_path: Path) 
     config_path.write_text(json.dumps(config))
     # In its own process, as the benchmark runs it: Ray started and stopped in this test
     # process would drop the Tune registrations that other tests rely on.
-    command = [sys.executable, str(BENCH_DIR / "ilm.py"), "--trial", "0.1,0,marginal"]
+    command = [sys.executable, str(BENCH_DIR / "ilm.py"), "--trial", f"0.1,0,{arm}"]
     command += ["--config-json", str(config_path), "--json", str(out)]
     command += ["--steps", "120", "--evals", "2"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(out.read_text())
-    assert record["seed"] == 0 and record["utility_reward"] == "marginal"
+    assert record["seed"] == 0 and record["utility_reward"] == arm
     assert record["env_steps"] >= 120 and len(record["curve"]) >= 1
     final = record["final"]
     assert sum(final["action_counts"]) == 20
     assert final["repaired"] >= (1 if final["violations"] else 0)
     if final["repaired"] == 0:
         assert final["kl_ratio_released"] == pytest.approx(final["kl_ratio"])
+    if arm == "improve":  # every move is checked: nothing to repair
+        assert final["violations"] == final["repaired"] == 0
+        assert set(final["moves"]) == {"accepted", "rejected"}

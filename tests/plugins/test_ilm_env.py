@@ -271,3 +271,129 @@ def test_marginal_utility_reward_telescopes_to_the_final_kl(tmp_path: Path) -> N
     assert total == pytest.approx(len(values) * (1 - info["kl_ratio"]))
     with pytest.raises(PrivacyConfigError, match="key 'utility_reward' must be one of"):
         InstanceWiseLaplaceEnv({"utility_reward": "dense"})
+
+
+# ---------------------------------------------------------------- formulation: improve
+
+# 30 copies of 5 (may go narrow at ε = 1), 10 of 2 and of 8, one lone 9 (must stay wide).
+IMPROVE_VALUES = [5.0] * 30 + [2.0] * 10 + [8.0] * 10 + [9.0]
+
+
+def test_improve_starts_at_the_best_single_scale_and_visits_values_by_frequency(
+    tmp_path: Path,
+) -> None:
+    from rllib_privacy.accounting.ilm_scales import best_single_scale
+
+    env = _env(tmp_path, IMPROVE_VALUES, epsilon=1.0, formulation="improve", passes=3, bins=8)
+    obs, _ = env.reset(seed=0)
+    best = best_single_scale(env.values, 1.0, env.action_scales, env.edges)
+    assert best.scale is not None and np.all(env.scales == best.scale)
+    assert env.observation_space.contains(obs) and obs.shape == (16 + 1 + 6 + 5 + 3,)
+    # Distinct values are sorted (2, 5, 8, 9); most frequent first: 5, 2, 8, then 9.
+    assert list(env._order) == [1, 0, 2, 3] * 3
+    assert obs[16] == pytest.approx(1.0)  # share of the most frequent value
+    assert obs[17 + best.index] == 1.0 and obs[17:23].sum() == 1.0  # current-scale one-hot
+    steps, terminated = 0, False
+    while not terminated:
+        _, reward, terminated, _, info = env.step(best.index)  # stay: no move, no reward
+        assert reward == 0.0
+        steps += 1
+    assert steps == 12 and info["accepted_moves"] == info["rejected_moves"] == 0
+    assert info["kl_ratio"] == pytest.approx(best.kl / env.kl_laplace)
+    assert info["kl_ratio_start"] == pytest.approx(info["kl_ratio"])
+
+
+def test_improve_accepts_a_feasible_move_with_the_log_kl_reward_and_rejects_a_violation(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path, IMPROVE_VALUES, epsilon=1.0, formulation="improve", passes=1, bins=8)
+    obs, _ = env.reset(seed=0)
+    kl_before = kl_divergence(env.data_pmf, privatized_pmf(env.values, env.scales, env.edges))
+    # The observation's KL changes rank the moves as the env's own KL does.
+    change = obs[23:28]
+    _, reward, _, _, info = env.step(SMALL)  # the 30 copies of 5 go to 0.005·Δf
+    assert env.move_counts == {"accepted": 1, "rejected": 0}
+    fives = env.values == 5.0
+    assert np.all(env.scales[fives] == env.action_scales[SMALL])
+    assert np.all(instance_privacy_losses(env.values, env.scales) <= 1.0)
+    kl_after = kl_divergence(env.data_pmf, privatized_pmf(env.values, env.scales, env.edges))
+    assert info["kl"] == pytest.approx(kl_after, rel=1e-9)
+    assert change[SMALL] == pytest.approx(kl_after / kl_before - 1.0, rel=1e-5, abs=1e-6)
+    assert reward == pytest.approx(4 * np.log(kl_before / kl_after), rel=1e-9)  # 4 groups
+    assert reward > 0
+    assert env.step(HALF)[1] == 0.0 and env.step(HALF)[1] == 0.0  # 2 and 8 stay
+    scales_before = env.scales.copy()
+    _, reward, terminated, _, info = env.step(TINY)  # the lone 9 at 0.0005·Δf: violates
+    assert terminated and reward == -1.0
+    np.testing.assert_array_equal(env.scales, scales_before)  # rejected: nothing changed
+    assert info["rejected_moves"] == 1 and info["accepted_moves"] == 1
+    assert info["pdp_violations"] == 0
+    assert info["repaired_instances"] == 0
+    np.testing.assert_array_equal(info["scales"], env.scales)
+
+
+def test_improve_episode_rewards_telescope_to_the_log_kl_ratio(tmp_path: Path) -> None:
+    env = _env(tmp_path, IMPROVE_VALUES, epsilon=1.0, formulation="improve", passes=2, bins=8)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    total, penalties, terminated = 0.0, 0, False
+    while not terminated:
+        _, reward, terminated, _, info = env.step(int(rng.integers(env.action_space.n)))
+        total += reward
+    penalties = info["rejected_moves"]
+    kl_start = info["kl_ratio_start"] * env.kl_laplace
+    assert total == pytest.approx(4 * np.log(kl_start / info["kl"]) - penalties, rel=1e-9)
+    assert np.all(instance_privacy_losses(env.values, env.scales) <= 1.0)
+
+
+def test_improve_shuffle_permutes_each_pass_and_settings_are_checked(tmp_path: Path) -> None:
+    env = _env(tmp_path, IMPROVE_VALUES, epsilon=1.0, formulation="improve", passes=4, shuffle=True)
+    orders = set()
+    for seed in range(5):
+        env.reset(seed=seed)
+        sweeps = env._order.reshape(4, 4)
+        assert all(sorted(sweep) == [0, 1, 2, 3] for sweep in sweeps)
+        orders.add(tuple(env._order))
+    assert len(orders) > 1
+    with pytest.raises(PrivacyConfigError, match="key 'formulation' must be one of"):
+        InstanceWiseLaplaceEnv({"formulation": "greedy"})
+    with pytest.raises(PrivacyConfigError, match="key 'passes' must be an int >= 1"):
+        InstanceWiseLaplaceEnv({"formulation": "improve", "passes": 0})
+
+
+def test_improve_passes_gymnasium_check_env() -> None:
+    env = InstanceWiseLaplaceEnv(
+        {"max_instances": 60, "formulation": "improve", "actions": "geometric:6", "epsilon": 1.0}
+    )
+    check_env(env, skip_render_check=True)
+    assert env.action_space.n == 6 and env.observation_space.shape == (16 + 1 + 7 + 6 + 3,)
+
+
+class _ArgminModule:
+    """A stand-in RLModule for an ``improve`` env: the action of lowest KL change."""
+
+    def __init__(self, env: InstanceWiseLaplaceEnv) -> None:
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+        self._start = env.observation_space.shape[0] - 3 - env.action_space.n
+
+    def forward_inference(self, batch: dict) -> dict:
+        obs = np.asarray(batch["obs"])[0]
+        change = obs[self._start : self._start + self.action_space.n]
+        return {"actions": np.array([int(np.argmin(change))])}
+
+
+def test_ilm_evaluate_rolls_out_an_improve_policy_and_refuses_the_wrong_formulation(
+    tmp_path: Path,
+) -> None:
+    from rllib_privacy.ilm_evaluate import evaluate
+
+    path = _csv(tmp_path, "x\n" + "".join(f"{v}\n" for v in IMPROVE_VALUES))
+    config = {"data_path": path, "epsilon": 1.0, "formulation": "improve", "passes": 2}
+    module = _ArgminModule(InstanceWiseLaplaceEnv(config))
+    result = evaluate(module, data=path, epsilon=1.0, formulation="improve", passes=2)
+    # Every move is checked, so the policy's own scales never violate and need no repair.
+    assert result.violations == 0 and result.repaired_instances == 0
+    assert result.kl_policy < result.kl_best_single
+    # 6 actions make a longer improve observation than the module's 5-action one.
+    with pytest.raises(PrivacyConfigError, match="expects observations of size 31.* gives 33"):
+        evaluate(module, data=path, epsilon=1.0, formulation="improve", actions="geometric:6")
