@@ -35,6 +35,30 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
   moves it by about ``1/n`` of the ±1 of ``R_E``: too little for a Q-function to tell the
   feasible actions apart.
 
+**``formulation: improve``** (an option; ``assign``, the MDP above, is the default). In the
+MDP above a small scale is safe only once many copies of a value share it, but the copies
+are assigned one at a time, so the first to go narrow violates and every copy learns to stay
+wide: DQN collapses to one scale. ``improve`` lets the agent make the joint move, as the
+greedy baseline (:func:`rllib_privacy.accounting.ilm_scales.greedy_scales`) does:
+
+- start: every instance at the best single scale of the action set
+  (:func:`~rllib_privacy.accounting.ilm_scales.best_single_scale`; Δf/ε if none is feasible);
+  an episode is ``passes`` sweeps over the G distinct values, most frequent first
+  (``shuffle: true``: a fresh random order per sweep);
+- action ``a`` moves every copy of the current value to scale ``a``; the move is kept only if
+  every instance's exact loss stays ≤ ε
+  (:func:`~rllib_privacy.accounting.ilm_scales.feasible_losses`), else it is rejected (no
+  change) with reward ``-1``; keeping the current scale is reward 0;
+- an accepted move earns ``G·ln(KL_before/KL_after)`` (potential-based: an episode's rewards
+  sum to ``G·ln(KL_start/KL_final)`` minus the rejected moves, so a move is worth O(1)
+  whatever ε and the current KL);
+- observation: the value's encoding ⊕ its share ``copies/max copies`` ⊕ one-hot of its current
+  scale (the last slot: Δf/ε) ⊕ ``KL_a/KL - 1`` for every action ``a`` (clipped to [-1, 1]) ⊕
+  its exact loss/ε, the largest of its neighbours' (adjacent distinct values) ⊕ the
+  episode's progress, all in [-1, 1]. Feasibility is not in it: DQN learns it from rejections.
+
+Every intermediate assignment is feasible. ``unassigned`` and ``utility_reward`` do not apply.
+
 **Release.** Whatever the policy chose, the assignment that is released goes through
 :func:`rllib_privacy.accounting.ilm_scales.repair_scales` (it widens scales until every
 instance is within ε): :meth:`InstanceWiseLaplaceEnv.release` and the episode summary use
@@ -44,7 +68,8 @@ part of the MDP: the agent should learn not to need it).
 ``info`` carries ``loss``, ``kl``, ``kl_ratio`` every step, and at the end also
 ``pdp_violations``, ``pdp_pass_rate``, ``max_loss`` (the policy's scales), ``scales`` (the
 released, repaired ones), ``policy_scales``, ``repaired_instances`` (how many the repair
-widened) and ``kl_ratio_repaired``.
+widened) and ``kl_ratio_repaired``; with ``improve`` also ``accepted_moves``,
+``rejected_moves`` and ``kl_ratio_start``.
 """
 
 from __future__ import annotations
