@@ -17,7 +17,10 @@ TINY = {
     "min_sample_timesteps_per_iteration": 60,
     "train_batch_size_per_learner": 8,
     "model_config": {"fcnet_hiddens": [16]},
+    "num_envs_per_env_runner": 4,
 }
+#: The YAMLs' formulation, one sweep: short episodes finish within the iteration's 60 steps.
+IMPROVE = ["--formulation", "improve", "--passes", "1", "--actions", "geometric:12"]
 
 
 def _evaluate(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -47,7 +50,7 @@ def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_csv: Path)
     result = _train(
         "tuned_configs/ilm_dqn.yaml",
         storage,
-        {"data_path": str(tiny_csv), "column": "height", "epsilon": 0.5, "bins": 10},
+        {"data_path": str(tiny_csv), "column": "height", "epsilon": 0.5, "bins": 10, "passes": 1},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     tags = _scalar_tags(storage)
@@ -79,6 +82,7 @@ def test_evaluate_reports_pdp_and_kl_against_laplace(
         "0.5",
         "--output-dir",
         str(tmp_path),
+        *IMPROVE,
     )
     assert code in (0, 1), err[-3000:]
     summary = json.loads((tmp_path / "ilm_evaluation.json").read_text())
@@ -95,13 +99,17 @@ def test_evaluate_reports_pdp_and_kl_against_laplace(
     )
     assert summary["kl_greedy"] <= summary["kl_best_single"]
     assert "released (repaired" in out and "greedy per-instance" in out
-    # Bins that do not match the trained module's observation size are refused.
+    # An improve policy's own scales never violate: every move was checked.
+    assert code == 0 and summary["pdp_violations"] == 0 and summary["repaired_instances"] == 0
+    # An action set that does not match the trained module's observation size is refused
+    # (improve: encoding 16 + share 1 + one-hot 13 + KL changes 12 + 3 = 45).
     code, _, err = _evaluate(
         capsys,
         "--checkpoint", str(trained_checkpoint), "--data", str(tiny_csv), "--column", "height",
-        "--epsilon", "0.5", "--bins", "12", "--output-dir", str(tmp_path),
+        "--epsilon", "0.5", *IMPROVE[:4], "--actions", "geometric:6",
+        "--output-dir", str(tmp_path),
     )  # fmt: skip
-    assert code == 2 and "expects observations of size 26" in err
+    assert code == 2 and "expects observations of size 45" in err
 
 
 @pytest.mark.parametrize(
@@ -129,7 +137,9 @@ def test_sweep_yaml_runs_one_iteration(tmp_path: Path) -> None:
     # One ε of the grid (the override replaces the grid_search) on 10 bundled ages, so that
     # each of the 4 vectorized envs finishes an episode within the iteration's 60 steps.
     result = _train(
-        "tuned_configs/ilm_dqn_sweep.yaml", tmp_path, {"epsilon": 1.0, "max_instances": 10}
+        "tuned_configs/ilm_dqn_sweep.yaml",
+        tmp_path,
+        {"epsilon": 1.0, "max_instances": 10, "passes": 1},
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     last = json.loads(next(tmp_path.rglob("result.json")).read_text().splitlines()[-1])
