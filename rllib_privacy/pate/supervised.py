@@ -27,18 +27,22 @@ from rllib_privacy.mechanisms import confident_gnmax, gaussian_noisy_max, noisy_
 __all__ = [
     "QUERY_SELECTIONS",
     "STUDENTS",
+    "PoolLabelSpreading",
     "SupervisedPATEResult",
     "load_digits_split",
     "partition_indices",
+    "representative_order",
     "run_digits_pate",
     "run_supervised_pate",
     "teacher_votes",
     "train_teachers",
 ]
 
-#: How public samples are chosen for labeling: in random order, or the student's
-#: least-confident first (paper App. B.2; the first half of the queries is random).
-QUERY_SELECTIONS = ("random", "least_confident")
+#: How public samples are chosen for labeling: in random order, the student's
+#: least-confident first (paper App. B.2; the first half of the queries is random), or the
+#: public samples nearest to k-means centres of the public split first
+#: (:func:`representative_order`).
+QUERY_SELECTIONS = ("random", "least_confident", "representative")
 
 #: The student model: the teachers' model kind on the labeled samples only, or scikit-learn's
 #: LabelSpreading (k-NN graph) over all public samples, labeled and unlabeled.
@@ -134,6 +138,81 @@ class _Constant:
         return np.full(len(x), self.label)
 
 
+class PoolLabelSpreading:
+    """A semi-supervised teacher: LabelSpreading over its labeled samples plus a public pool.
+
+    ``fit(x, y)`` fits scikit-learn's LabelSpreading (k-NN graph) on ``x`` (labeled) stacked
+    on ``x_pool`` (unlabeled, marked -1). As a PATE teacher ``x, y`` is its private
+    partition and ``x_pool`` the public split: the pool is public, so each private record
+    still changes one teacher's vote by at most one and the privacy analysis is unchanged;
+    the pool only lets a teacher with a few dozen labels use the data's cluster structure.
+
+    Args:
+        x_pool: Unlabeled samples ``(N, d)`` (public data only: never the test split).
+        n_neighbors: k of the k-NN graph.
+
+    """
+
+    def __init__(self, x_pool: np.ndarray, n_neighbors: int = 7) -> None:
+        self.x_pool = np.asarray(x_pool)
+        self.n_neighbors = n_neighbors
+        self.model: Any = None
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> PoolLabelSpreading:
+        """Fit on ``x, y`` (labeled) and the pool (unlabeled); returns ``self``."""
+        from sklearn.semi_supervised import LabelSpreading
+
+        targets = np.concatenate([np.asarray(y, dtype=np.int64), np.full(len(self.x_pool), -1)])
+        self.model = LabelSpreading(kernel="knn", n_neighbors=self.n_neighbors, max_iter=200).fit(
+            np.vstack([x, self.x_pool]), targets
+        )
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Predicted labels of ``x``."""
+        return self.model.predict(x)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """Class probabilities of ``x``."""
+        return self.model.predict_proba(x)
+
+
+def representative_order(x: np.ndarray, num_queries: int, rng: np.random.Generator) -> list[int]:
+    """Public samples in query order: k-means representatives first, then the rest at random.
+
+    k-means with ``k = min(num_queries, len(x))`` centres on ``x``; the sample nearest to each
+    centre comes first (largest cluster first), the other samples follow in random order.
+    Labeled by the teachers, representatives let a graph-based student
+    (``student="label_spreading"``) spread labels over every cluster. It reads only the
+    public samples, never their labels or the teachers: choosing queries costs no privacy.
+
+    Args:
+        x: Public samples ``(N, d)``.
+        num_queries: Number of representatives wanted (k), an int >= 1.
+        rng: Generator (seeds k-means and the order of the rest).
+
+    Returns:
+        A permutation of ``range(N)`` as a list.
+
+    Raises:
+        ValueError: If ``num_queries < 1`` or ``x`` is empty.
+
+    """
+    from sklearn.cluster import KMeans
+
+    if num_queries < 1 or len(x) == 0:
+        raise ValueError(f"need num_queries >= 1 and samples, got {num_queries}, {len(x)}")
+    k = min(int(num_queries), len(x))
+    kmeans = KMeans(k, n_init=4, random_state=int(rng.integers(2**31))).fit(x)
+    distances = ((x[:, None, :] - kmeans.cluster_centers_[None, :, :]) ** 2).sum(axis=-1)
+    nearest = np.argmin(distances, axis=0)  # one sample per centre (a sample may repeat)
+    sizes = np.bincount(kmeans.labels_, minlength=k)
+    first = list(dict.fromkeys(int(i) for i in nearest[np.argsort(-sizes, kind="stable")]))
+    chosen = set(first)
+    rest = [int(i) for i in rng.permutation(len(x)) if int(i) not in chosen]
+    return first + rest
+
+
 def teacher_votes(teachers: list[Any], x: np.ndarray, num_classes: int) -> np.ndarray:
     """Vote histograms ``n_j(x)``: how many teachers predict class j, shape (len(x), classes)."""
     predictions = np.stack([np.asarray(t.predict(x), dtype=np.int64) for t in teachers], axis=1)
@@ -216,7 +295,8 @@ def run_supervised_pate(
         max_queries: Most queries the student may ask (Q).
         epsilon_budget: Stop asking once the next query would take the data-independent
             ε over this (``math.inf``: only ``max_queries`` limits).
-        selection: ``"random"`` or ``"least_confident"`` (see :data:`QUERY_SELECTIONS`).
+        selection: ``"random"``, ``"least_confident"`` or ``"representative"`` (see
+            :data:`QUERY_SELECTIONS`).
         max_order: Largest moment order of the LNMax accountant.
         seed: Seed of partitioning, query order and noise.
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
@@ -267,7 +347,10 @@ def run_supervised_pate(
         max_queries=max_queries,
     )
     x_public = data["x_public"]
-    unlabeled = list(rng.permutation(len(x_public)))
+    if selection == "representative":
+        unlabeled = representative_order(x_public, max(1, max_queries), rng)
+    else:
+        unlabeled = list(rng.permutation(len(x_public)))
     labeled_idx: list[int] = []
     labels: list[int] = []
     asked_votes: list[np.ndarray] = []
@@ -311,7 +394,7 @@ def run_supervised_pate(
     def fit() -> Any:
         return _fit_student(make_model, x_public, labeled_idx, labels, student)
 
-    if selection == "random":
+    if selection != "least_confident":
         ask(max_queries)
         model = fit()
     else:

@@ -44,7 +44,14 @@ def test_equal_epsilon_calibration_and_quick_options(bench) -> None:
     orders = np.array(GNMAX_ORDERS)
     spent = rdp_to_epsilon(orders, 100 * orders / sigma**2, 1e-5)
     assert spent == pytest.approx(5.0, rel=1e-6)
-    assert bench._confident("0.7:0.35:0.15") == [(0.7, 0.35, 0.15)]
+    # Confident-GNMax: 40 threshold steps at σ₁ = 15 and 20 answers at σ₂ spend exactly 5.
+    sigma2 = bench.confident_sigma_for(5.0, 20, 40, 15.0)
+    rdp = 40 * orders / (2 * 15.0**2) + 20 * orders / sigma2**2
+    assert rdp_to_epsilon(orders, rdp, 1e-5) == pytest.approx(5.0, rel=1e-6)
+    assert sigma2 > bench.gnmax_sigma_for(5.0, 20)  # the threshold steps take their share
+    with pytest.raises(ValueError, match="threshold steps"):
+        bench.confident_sigma_for(5.0, 20, 4000, 1.0)
+    assert bench._confident("0.7:0.35;0.6:0.5") == [(0.7, 0.35), (0.6, 0.5)]
     args = bench.build_parser().parse_args(["--quick"])
     assert args.quick and args.digits_target_epsilon == 5.0
 

@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from sklearn.naive_bayes import GaussianNB
+from threadpoolctl import threadpool_limits
 
 from rllib_privacy.accounting import pate_epsilon
 from rllib_privacy.pate import load_digits_split, run_supervised_pate
-from rllib_privacy.pate.supervised import partition_indices, teacher_votes, train_teachers
+from rllib_privacy.pate.supervised import (
+    PoolLabelSpreading,
+    partition_indices,
+    representative_order,
+    teacher_votes,
+    train_teachers,
+)
 
 # Gaussian naive Bayes trains in milliseconds (the default logistic regression is for
 # the benchmark): the pipeline does not depend on the model.
 FAST = {"make_model": lambda: GaussianNB(var_smoothing=0.1)}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """scikit-learn's k-NN searches on small arrays crawl with a thread per busy core."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +122,55 @@ def test_confident_gnmax_pipeline_answers_confident_queries_and_releases_epsilon
     assert gnmax.num_answered == gnmax.num_queries == 50 and math.isnan(gnmax.epsilon_released)
     with pytest.raises(ValueError, match="student"):
         run_supervised_pate(data, num_teachers=10, gamma=1.0, student="gan", **FAST)
+
+
+def test_representative_order_puts_one_sample_per_cluster_first() -> None:
+    """Four separated blobs of 40, 30, 20 and 10 points: one of each first, largest first."""
+    rng = np.random.default_rng(0)
+    sizes = (10, 40, 20, 30)
+    centres = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
+    x = np.concatenate(
+        [c + rng.normal(0, 0.5, (s, 2)) for c, s in zip(centres, sizes, strict=True)]
+    )
+    blob = np.repeat(np.arange(4), sizes)
+    order = representative_order(x, 4, np.random.default_rng(1))
+    assert sorted(order) == list(range(len(x)))
+    assert [int(blob[i]) for i in order[:4]] == [1, 3, 2, 0]  # by cluster size
+    with pytest.raises(ValueError, match="num_queries"):
+        representative_order(x, 0, rng)
+
+
+def test_pool_teacher_uses_the_unlabeled_pool(data: dict[str, np.ndarray]) -> None:
+    """20 labels: LabelSpreading over the public pool beats it on the 20 labels alone."""
+    x, y = data["x_private"][:20], data["y_private"][:20]
+    pooled = PoolLabelSpreading(data["x_public"]).fit(x, y)
+    alone = PoolLabelSpreading(data["x_public"][:0]).fit(x, y)
+    accuracy = {
+        name: float(np.mean(model.predict(data["x_test"]) == data["y_test"]))
+        for name, model in (("pooled", pooled), ("alone", alone))
+    }
+    assert pooled.predict_proba(data["x_test"][:3]).shape == (3, 10)
+    assert accuracy["pooled"] > accuracy["alone"] + 0.05, accuracy
+
+
+def test_representative_selection_beats_random_for_a_label_spreading_student() -> None:
+    """30 correct labels (oracle teachers, tiny noise), 3 seeds: k-means representatives
+    teach a graph student more than random queries do (measured 0.93 against 0.86)."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    accuracy: dict[str, list[float]] = {"random": [], "representative": []}
+    for seed in range(3):
+        split = load_digits_split(seed=seed)
+        everything = np.concatenate([split["x_public"], split["x_test"]])
+        oracle = KNeighborsClassifier(1).fit(
+            everything, np.concatenate([split["y_public"], split["y_test"]])
+        )
+        for selection in accuracy:
+            result = run_supervised_pate(
+                split, num_teachers=5, teachers=[oracle] * 5, aggregator="gnmax", sigma=0.1,
+                max_queries=30, seed=seed, selection=selection, student="label_spreading",
+            )  # fmt: skip
+            assert result.num_answered == 30 and result.label_accuracy == 1.0
+            accuracy[selection].append(result.student_accuracy)
+    mean = {name: float(np.mean(values)) for name, values in accuracy.items()}
+    assert mean["representative"] > mean["random"] + 0.03, mean
