@@ -232,12 +232,16 @@ def evaluate(
             space does not fit the environment built from them.
 
     """
-    from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, InstanceWiseLaplaceEnv
+    from rllib_privacy.envs.instance_laplace import (
+        PAPER_ACTIONS,
+        ILMSettings,
+        InstanceWiseLaplaceEnv,
+    )
 
     obs_dim = int(np.prod(module.observation_space.shape))
     if bins is None:
         # ``improve`` observations do not contain the PMF: the env's default bins.
-        bins = obs_dim - pe_dim if formulation == "assign" else 50
+        bins = obs_dim - pe_dim if formulation == "assign" else ILMSettings().bins
     env = InstanceWiseLaplaceEnv(
         {
             "data_path": data,
