@@ -311,10 +311,11 @@ def _pate_settings(args: argparse.Namespace) -> dict[str, Any]:
         "pate_aggregator": args.aggregator,
         "pate_epsilon_budget": args.budget,
         "pate_delta": 1e-5,
-        "pate_query_selection": "least_confident",
+        "pate_query_selection": args.selection,
         "pate_queries_per_sample": args.queries_per_sample,
         "pate_label_loss_coeff": args.label_coeff,
         "pate_label_replay_size": args.replay,
+        "pate_label_sgd_steps": args.label_steps,
     }
     if args.aggregator == "lnmax":
         settings["pate_gamma"] = args.gamma
@@ -386,8 +387,9 @@ def render(args: argparse.Namespace, teachers: dict[str, Any], arms: dict[str, A
         f"{args.seeds} seeds per arm, {args.cap:,} env steps; same PPO settings for all "
         f"(batch 2000, minibatch 250, 10 epochs, lr 3e-4, MLP 32×32). PATE: {args.aggregator} "
         f"({noise}), ε budget {args.budget:g} (data-independent, the published ε; δ = 1e-5), "
-        f"least-confident-first, ≤ {args.queries_per_sample} queries per sample, label loss "
-        f"× {args.label_coeff:g}, label replay {args.replay}. Steps to target: first iteration "
+        f"{args.selection.replace('_', '-')} queries, ≤ {args.queries_per_sample} per sample, "
+        f"label loss × {args.label_coeff:g}, label replay {args.replay}, "
+        f"{args.label_steps} label-only steps per update. Steps to target: first iteration "
         f"whose mean return over the last {args.window} episodes is ≥ {args.target:g}.",
         "",
         table,
@@ -428,7 +430,7 @@ def draw(args: argparse.Namespace, arms: dict[str, Any], output: Path) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teachers", type=positive_int, default=20)
+    parser.add_argument("--teachers", type=positive_int, default=24)
     parser.add_argument("--gravity-range", type=float, nargs=2, default=[5.0, 15.0])
     parser.add_argument("--teacher-cap", type=positive_int, default=150_000)
     parser.add_argument("--check-episodes", type=positive_int, default=5)
@@ -440,14 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="students' return = mean of the last N episodes (metrics_num_episodes_for_smoothing)",
     )
     parser.add_argument("--seeds", type=positive_int, default=5)
-    parser.add_argument("--cap", type=positive_int, default=60_000, help="student env steps")
+    parser.add_argument("--cap", type=positive_int, default=40_000, help="student env steps")
     parser.add_argument("--aggregator", choices=("lnmax", "gnmax"), default="gnmax")
-    parser.add_argument("--sigma", type=float, default=6.0, help="GNMax σ")
+    parser.add_argument("--sigma", type=float, default=7.0, help="GNMax σ")
     parser.add_argument("--gamma", type=float, default=0.05, help="LNMax γ")
     parser.add_argument("--budget", type=float, default=10.0, help="ε budget (δ = 1e-5)")
-    parser.add_argument("--queries-per-sample", type=positive_int, default=32)
-    parser.add_argument("--label-coeff", type=float, default=1.0)
+    parser.add_argument("--queries-per-sample", type=positive_int, default=12)
+    parser.add_argument(
+        "--selection", choices=("least_confident", "random", "all"), default="least_confident"
+    )
+    parser.add_argument("--label-coeff", type=float, default=10.0)
     parser.add_argument("--replay", type=int, default=256, help="pate_label_replay_size")
+    parser.add_argument("--label-steps", type=int, default=200, help="pate_label_sgd_steps")
     parser.add_argument(
         "--arms",
         type=lambda text: text.split(","),

@@ -131,6 +131,32 @@ class PATELabelLossMixin(TorchLearner):
         return loss + coeff * label_loss
 
     @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Extra label-only SGD steps (``pate_label_sgd_steps``) after each update."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        if not self._pate_label_set:
+            return
+        for module_id in list(self.module.keys()):
+            config = self.config.get_config_for_module(module_id)
+            steps = int(self._pate_setting(config, "pate_label_sgd_steps", 0))
+            size = int(
+                self._pate_setting(config, "pate_label_replay_size", DEFAULT_LABEL_REPLAY_SIZE)
+            )
+            coeff = float(
+                self._pate_setting(config, "pate_label_loss_coeff", DEFAULT_LABEL_LOSS_COEFF)
+            )
+            if size <= 0 or coeff <= 0.0:
+                continue
+            for _ in range(steps):
+                observations, labels = self._replayed_labels(size)
+                logits = self.module[module_id].forward_train({Columns.OBS: observations})[
+                    Columns.ACTION_DIST_INPUTS
+                ]
+                loss = coeff * torch.nn.functional.cross_entropy(logits, labels)
+                gradients = self.compute_gradients({module_id: loss})
+                self.apply_gradients(self.postprocess_gradients(gradients))
+
+    @override(Learner)
     def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
         """RLlib's learner state plus the remembered labels."""
         state = super().get_state(components, not_components=not_components, **kwargs)

@@ -233,6 +233,11 @@ def test_config_rejects_bad_pate_settings_by_key() -> None:
         ({"pate_queries_per_sample": 0}, "config key 'pate_queries_per_sample'"),
         ({"pate_label_loss_coeff": math.nan}, "config key 'pate_label_loss_coeff'"),
         ({"pate_label_replay_size": -1}, "config key 'pate_label_replay_size' must be an integer"),
+        ({"pate_label_sgd_steps": 1.5}, "config key 'pate_label_sgd_steps' must be an integer"),
+        (
+            {"pate_label_sgd_steps": 5, "pate_label_replay_size": 0},
+            "config key 'pate_label_sgd_steps' needs label replay",
+        ),
         ({"callbacks_class": None}, "config key 'callbacks_class' must include"),
         ({"pate_aggregator": "rnmax"}, "config key 'pate_aggregator' must be one of"),
         ({"pate_aggregator": "gnmax"}, "config key 'pate_gnmax_sigma' is required"),

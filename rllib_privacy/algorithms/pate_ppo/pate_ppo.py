@@ -75,6 +75,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_queries_per_sample": 100,
     "pate_label_loss_coeff": 1.0,
     "pate_label_replay_size": 256,
+    "pate_label_sgd_steps": 0,
     "pate_log_label_agreement": False,
     "pate_log_data_dependent_epsilon": False,
     "pate_secure_mode": False,
@@ -143,6 +144,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
         pate_queries_per_sample: int | None = NotProvided,  # type: ignore[assignment]
         pate_label_loss_coeff: float = NotProvided,  # type: ignore[assignment]
         pate_label_replay_size: int = NotProvided,  # type: ignore[assignment]
+        pate_label_sgd_steps: int = NotProvided,  # type: ignore[assignment]
         pate_log_label_agreement: bool = NotProvided,  # type: ignore[assignment]
         pate_log_data_dependent_epsilon: bool = NotProvided,  # type: ignore[assignment]
         pate_secure_mode: bool = NotProvided,  # type: ignore[assignment]
@@ -171,6 +173,8 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             pate_label_loss_coeff: Weight of the cross-entropy to the labels.
             pate_label_replay_size: Labels replayed per minibatch from every label received
                 so far (post-processing: no privacy cost); 0: each batch's own labels only.
+            pate_label_sgd_steps: Extra gradient steps on the replayed labels' loss alone
+                after each update (needs label replay).
             pate_log_label_agreement: Report the NON-PRIVATE noisy-vs-plurality agreement.
             pate_log_data_dependent_epsilon: Report the NON-PRIVATE un-noised data-dependent ε.
             pate_secure_mode: Floating-point-safe vote noise (OpenDP, OS entropy); the seed
@@ -236,6 +240,12 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             )
         _check_number("pate_label_loss_coeff", self.pate_label_loss_coeff, low=0.0, closed=True)
         _check_int("pate_label_replay_size", self.pate_label_replay_size, low=0)
+        _check_int("pate_label_sgd_steps", self.pate_label_sgd_steps, low=0)
+        if self.pate_label_sgd_steps and not self.pate_label_replay_size:
+            raise PrivacyConfigError(
+                "config key 'pate_label_sgd_steps' needs label replay: set "
+                "pate_label_replay_size > 0 or pate_label_sgd_steps: 0"
+            )
         check_journal_dir(self.privacy_journal_dir)
         for key in ("pate_log_label_agreement", "pate_log_data_dependent_epsilon",
                     "pate_secure_mode"):  # fmt: skip
