@@ -154,7 +154,7 @@ def run_digits(args: argparse.Namespace) -> str:
     progress = Progress(
         args.seeds * len(args.digits_teachers) * len(args.digits_gammas) * len(args.digits_queries)
     )
-    for seed in range(args.seeds):
+    for seed in _digits_seeds(args):
         data = load_digits_split(seed=seed)
         full = LogisticRegression(max_iter=500).fit(data["x_private"], data["y_private"])
         full_acc = float(np.mean(full.predict(data["x_test"]) == data["y_test"]))
@@ -235,7 +235,8 @@ def run_digits(args: argparse.Namespace) -> str:
         ["labels Q", "student on Q true labels", "one model on all private data"], base_rows
     )
     return (
-        f"Means over {args.seeds} seed(s) (data split, partitions, query order, noise); "
+        f"Means over seeds {_digits_seeds(args).start}-{_digits_seeds(args).stop - 1} (data "
+        "split, partitions, query order, noise); "
         "logistic-regression teachers and student; least-confident-first queries (half "
         f"random, then the student's least confident); δ = 1e-5.\n\n{main}\n\n"
         f"Non-private baselines (same splits):\n\n{base}\n\n{run_aggregators(args)}"
@@ -335,6 +336,10 @@ TEACHER_NAMES = {
 }
 
 
+def _digits_seeds(args: argparse.Namespace) -> range:
+    return range(args.digits_first_seed, args.digits_first_seed + args.seeds)
+
+
 def _split(args: argparse.Namespace, seed: int) -> dict[str, np.ndarray]:
     return load_digits_split(
         seed=seed, public_fraction=args.digits_public_fraction,
@@ -356,11 +361,12 @@ def _aggregator_settings(args: argparse.Namespace) -> list[tuple[str, int, dict[
                  {"aggregator": "gnmax", "sigma": sigma, "max_queries": q})
             )  # fmt: skip
             for t, s1 in args.confident_settings:
-                s2 = confident_sigma_for(target, q, 2 * q, s1 * n)
+                asked = math.ceil(args.confident_asked_factor * q)
+                s2 = confident_sigma_for(target, q, asked, s1 * n)
                 settings.append(
-                    (f"Confident-GNMax T={t:g}n, σ₁={s1:g}n, σ₂={s2:.3g}, ≤{2 * q} asked", n,
+                    (f"Confident-GNMax T={t:g}n, σ₁={s1:g}n, σ₂={s2:.3g}, ≤{asked} asked", n,
                      {"aggregator": "confident_gnmax", "threshold": t * n,
-                      "sigma_threshold": s1 * n, "sigma": s2, "max_queries": 2 * q})
+                      "sigma_threshold": s1 * n, "sigma": s2, "max_queries": asked})
                 )  # fmt: skip
     return settings
 
@@ -376,7 +382,7 @@ def run_aggregators(args: argparse.Namespace) -> str:
     grouped: dict[tuple[str, int], list[Any]] = {}
     baselines: dict[int, list[tuple[float, float]]] = {}
     progress = Progress(args.seeds * len(settings))
-    for seed in range(args.seeds):
+    for seed in _digits_seeds(args):
         data = _split(args, seed)
         full = LogisticRegression(max_iter=500).fit(data["x_private"], data["y_private"])
         full_acc = float(np.mean(full.predict(data["x_test"]) == data["y_test"]))
@@ -458,7 +464,8 @@ def run_aggregators(args: argparse.Namespace) -> str:
     sizes = {k: len(v) for k, v in _split(args, 0).items() if k.startswith("y_")}
     return (
         f"Aggregators at equal published ε = {target:g} (data-independent, δ = {delta:g}), "
-        f"means over {args.seeds} seed(s) (split, partitions, queries, noise). Split: "
+        f"means over seeds {_digits_seeds(args).start}-{_digits_seeds(args).stop - 1} (split, "
+        "partitions, queries, noise). Split: "
         f"{sizes['y_private']} private / {sizes['y_public']} public (student's pool) / "
         f"{sizes['y_test']} test images; the test images are never seen by teachers, "
         f"queries or students. {TEACHER_NAMES[args.digits_teacher]}"
@@ -471,9 +478,10 @@ def run_aggregators(args: argparse.Namespace) -> str:
         + "; LabelSpreading students (7-NN graph over the whole public split). Every run "
         "stops at the data-independent budget, so its data-independent ε (published) is at "
         "most the target whatever the votes: LNMax and GNMax with noise calibrated so that Q "
-        "answers spend it exactly; Confident-GNMax asks up to 2Q queries, its σ₂ calibrated "
-        "so that 2Q threshold steps and Q answers spend it (unanswered queries pay only the "
-        "threshold step, so it answers about Q of the confident ones). The data-dependent ε "
+        "answers spend it exactly; Confident-GNMax asks up to "
+        f"{args.confident_asked_factor:g}Q queries, its σ₂ calibrated so that that many "
+        "threshold steps and Q answers spend it (it stops when the next answer would not fit; "
+        "unanswered queries pay only the threshold step). The data-dependent ε "
         "is shown for reference only: its smooth-sensitivity release "
         f"(β = 0.4/λ, σ_s = {args.release_sigma:g}) is too noisy with tens of teachers to "
         f"publish.\n\n{equal}\n\nNon-private references (same splits, same queries):\n\n"
@@ -656,7 +664,7 @@ QUICK = {
     "digits_queries": [50],
     "aggregator_teachers": [30],
     "aggregator_queries": [20],
-    "confident_settings": [(0.6, 0.5)],
+    "confident_settings": [(0.5, 0.3)],
 }
 
 
@@ -683,13 +691,26 @@ def build_parser() -> argparse.ArgumentParser:
         type=_ints,
         default=[20, 30, 40],
         help="labels Q of every aggregator (LNMax, GNMax: noise calibrated so that Q answers "
-        "spend the target; Confident-GNMax: σ₂ so that 2Q asked and Q answered spend it)",
+        "spend the target; Confident-GNMax: σ₂ so that --confident-asked-factor × Q asked and Q "
+        "answered spend it)",
     )
     parser.add_argument(
         "--confident-settings",
         type=_confident,
-        default=_confident("0.6:0.5;0.7:0.5"),
+        default=_confident("0.5:0.2;0.5:0.3"),
         help="Confident-GNMax 'T:sigma1;...' as fractions of the number of teachers",
+    )
+    parser.add_argument(
+        "--confident-asked-factor",
+        type=float,
+        default=1.5,
+        help="Confident-GNMax asks up to this × Q queries (σ₂: they and Q answers spend ε)",
+    )
+    parser.add_argument(
+        "--digits-first-seed",
+        type=int,
+        default=0,
+        help="first seed of the digits part (seeds first .. first + --seeds - 1)",
     )
     parser.add_argument(
         "--digits-teacher",

@@ -54,6 +54,8 @@ def test_equal_epsilon_calibration_and_quick_options(bench) -> None:
     assert bench._confident("0.7:0.35;0.6:0.5") == [(0.7, 0.35), (0.6, 0.5)]
     args = bench.build_parser().parse_args(["--quick"])
     assert args.quick and args.digits_target_epsilon == 5.0
+    args = bench.build_parser().parse_args(["--seeds", "3", "--digits-first-seed", "3"])
+    assert list(bench._digits_seeds(args)) == [3, 4, 5]
 
 
 @pytest.mark.slow
