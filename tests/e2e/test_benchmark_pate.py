@@ -56,6 +56,15 @@ def test_equal_epsilon_calibration_and_quick_options(bench) -> None:
     assert args.quick and args.digits_target_epsilon == 5.0
     args = bench.build_parser().parse_args(["--seeds", "3", "--digits-first-seed", "3"])
     assert list(bench._digits_seeds(args)) == [3, 4, 5]
+    # 45 threshold steps at σ₁ = 0.2·30 = 6 alone spend more than ε = 5: that setting is left
+    # out (and named), the one at σ₁ = 0.5·30 is kept.
+    args = bench.build_parser().parse_args(
+        ["--aggregator-teachers", "30", "--aggregator-queries", "30",
+         "--confident-settings", "0.5:0.2;0.5:0.5"]
+    )  # fmt: skip
+    settings, skipped = bench._aggregator_settings(args)
+    assert [name.split(" ")[0] for name, _, _ in settings] == ["LNMax", "GNMax", "Confident-GNMax"]
+    assert skipped == ["n=30, T=0.5n, σ₁=0.2n, Q=30"]
 
 
 @pytest.mark.slow
