@@ -248,6 +248,7 @@ def _single_threaded(function: Any) -> Any:
     arrays are 10x slower on a shared 2-core machine when they spawn a thread per core."""
 
     def run(args: argparse.Namespace) -> str:
+        import sklearn.neighbors  # noqa: F401  (loads the OpenMP runtime, so it is limited too)
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1):

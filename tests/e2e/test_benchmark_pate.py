@@ -73,3 +73,14 @@ def test_quick_digits_part_prints_the_aggregator_table(bench, capsys) -> None:
     out = capsys.readouterr().out
     for name in ("LNMax", "GNMax", "Confident-GNMax", "Best student accuracy"):
         assert name in out
+
+
+def test_digits_part_runs_scikit_learn_single_threaded(bench) -> None:
+    """OpenMP (scikit-learn's k-NN searches) included: it is loaded before the limit is set."""
+    from threadpoolctl import threadpool_info
+
+    def pools(_args: object) -> list[tuple[str, int]]:
+        return [(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info()]
+
+    limited = bench._single_threaded(pools)(None)
+    assert "openmp" in {api for api, _ in limited} and {n for _, n in limited} == {1}, limited
