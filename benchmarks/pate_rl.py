@@ -248,7 +248,7 @@ def run_students(args: argparse.Namespace, work: Path, teachers: dict[str, Any])
     """The three arms × seeds; returns per-arm curves and PATE figures."""
     from ray import tune
 
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     stop = {STEPS_KEY: args.cap}
     arms: dict[str, list[dict[str, Any]]] = {}
     space = _base_space(seeds)
@@ -384,7 +384,8 @@ def render(args: argparse.Namespace, teachers: dict[str, Any], arms: dict[str, A
         f"of {args.target:g} or {args.teacher_cap:,} env steps ({teachers['wall_s']:.0f} s); "
         f"{competent}/{len(trained)} competent (greedy return ≥ {args.target:g} on their own set, "
         f"{args.check_episodes} episodes per gravity). Students on gravity {STUDENT_GRAVITY}, "
-        f"{args.seeds} seeds per arm, {args.cap:,} env steps; same PPO settings for all "
+        f"{args.seeds} seeds per arm ({args.first_seed}-{args.first_seed + args.seeds - 1}), "
+        f"{args.cap:,} env steps; same PPO settings for all "
         f"(batch 2000, minibatch 250, 10 epochs, lr 3e-4, MLP 32×32). PATE: {args.aggregator} "
         f"({noise}), ε budget {args.budget:g} (data-independent, the published ε; δ = 1e-5), "
         f"{args.selection.replace('_', '-')} queries, ≤ {args.queries_per_sample} per sample, "
@@ -442,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="students' return = mean of the last N episodes (metrics_num_episodes_for_smoothing)",
     )
     parser.add_argument("--seeds", type=positive_int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first, first+1, …")
     parser.add_argument("--cap", type=positive_int, default=40_000, help="student env steps")
     parser.add_argument("--aggregator", choices=("lnmax", "gnmax"), default="gnmax")
     parser.add_argument("--sigma", type=float, default=7.0, help="GNMax σ")
