@@ -33,12 +33,13 @@ class PATELabelLossMixin(TorchLearner):
     the batch.
 
     **Label replay** (``pate_label_replay_size`` > 0, the default): every label that reaches
-    a batch is remembered (one entry per distinct state), and each minibatch's label term is
-    the cross-entropy over up to ``pate_label_replay_size`` remembered labels (all of them
-    while there are fewer, else a uniform sample). A PATE budget buys tens to hundreds of
-    labels; without replay each is used in the one batch it arrived in, and the student
-    forgets it. Re-using released labels is post-processing: it costs no privacy. The set is
-    part of the learner's state, so a restored run keeps it. With
+    a module's batch is remembered for that module (one entry per distinct state), and each
+    minibatch's label term is the cross-entropy over up to ``pate_label_replay_size``
+    remembered labels (all of them while there are fewer, else a uniform sample). A PATE
+    budget buys tens to hundreds of labels; without replay each is used in the one batch it
+    arrived in, and the student forgets it. Re-using released labels is post-processing: it
+    costs no privacy. The sets are part of the learner's state, so a restored run keeps them.
+    ``pate_label_sgd_steps`` adds that many label-only gradient steps after each update. With
     ``pate_label_replay_size: 0`` the term is over the batch's own labeled states only (0
     when the batch has none).
 
@@ -57,9 +58,9 @@ class PATELabelLossMixin(TorchLearner):
             self._learner_connector.insert_after(
                 AddObservationsFromEpisodesToBatch, AddPATELabelsToBatch()
             )
-        # One entry per distinct labeled state (its bytes): every SGD epoch sees the same
-        # batch again, and must not add its labels twice.
-        self._pate_label_set: dict[bytes, tuple[np.ndarray, int]] = {}
+        # Per module, one entry per distinct labeled state (its bytes): every SGD epoch sees
+        # the same batch again, and must not add its labels twice.
+        self._pate_label_sets: dict[str, dict[bytes, tuple[np.ndarray, int]]] = {}
         self._pate_replay_generator = torch.Generator().manual_seed(int(self.config.seed or 0))
 
     def _pate_setting(self, config: Any, key: str, default: float) -> float:
@@ -68,15 +69,24 @@ class PATELabelLossMixin(TorchLearner):
             value = (config.learner_config_dict or {}).get(key, default)
         return value
 
-    def _remember_labels(self, observations: torch.Tensor, labels: torch.Tensor) -> None:
-        """Adds the labeled states of a (mini)batch to the label set."""
+    def pate_label_set(self, module_id: str) -> list[tuple[np.ndarray, int]]:
+        """The (state, label) pairs remembered for ``module_id``, oldest first."""
+        return list(self._pate_label_sets.get(module_id, {}).values())
+
+    def _remember_labels(
+        self, module_id: str, observations: torch.Tensor, labels: torch.Tensor
+    ) -> None:
+        """Adds the labeled states of a (mini)batch to the module's label set."""
+        remembered = self._pate_label_sets.setdefault(module_id, {})
         rows = observations.detach().cpu().numpy()
         for row, label in zip(rows, labels.detach().cpu().numpy(), strict=True):
-            self._pate_label_set.setdefault(row.tobytes(), (row.copy(), int(label)))
+            remembered.setdefault(row.tobytes(), (row.copy(), int(label)))
 
-    def _replayed_labels(self, size: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Up to ``size`` remembered (states, labels), on this learner's device."""
-        entries = list(self._pate_label_set.values())
+    def _replayed_labels(
+        self, module_id: str, size: int
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Up to ``size`` remembered (states, labels) of the module, on this learner's device."""
+        entries = self.pate_label_set(module_id)
         if not entries:
             return None
         if len(entries) > size:
@@ -103,8 +113,8 @@ class PATELabelLossMixin(TorchLearner):
         )
         if replay_size > 0:
             chosen = mask > 0
-            self._remember_labels(batch[Columns.OBS][chosen], batch[PATE_LABELS][chosen])
-            replayed = self._replayed_labels(replay_size)
+            self._remember_labels(module_id, batch[Columns.OBS][chosen], batch[PATE_LABELS][chosen])
+            replayed = self._replayed_labels(module_id, replay_size)
             if replayed is None:
                 label_loss = torch.zeros((), device=loss.device)
             else:
@@ -122,7 +132,7 @@ class PATELabelLossMixin(TorchLearner):
             {
                 "pate_label_loss": label_loss.detach(),
                 "pate_labeled_fraction": (labeled / mask.numel()).detach(),
-                "pate_label_set_size": float(len(self._pate_label_set)),
+                "pate_label_set_size": float(len(self._pate_label_sets.get(module_id, {}))),
             },
             key=module_id,
             window=1,
@@ -134,9 +144,7 @@ class PATELabelLossMixin(TorchLearner):
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Extra label-only SGD steps (``pate_label_sgd_steps``) after each update."""
         super().after_gradient_based_update(timesteps=timesteps)
-        if not self._pate_label_set:
-            return
-        for module_id in list(self.module.keys()):
+        for module_id in list(self._pate_label_sets):
             config = self.config.get_config_for_module(module_id)
             steps = int(self._pate_setting(config, "pate_label_sgd_steps", 0))
             size = int(
@@ -145,10 +153,10 @@ class PATELabelLossMixin(TorchLearner):
             coeff = float(
                 self._pate_setting(config, "pate_label_loss_coeff", DEFAULT_LABEL_LOSS_COEFF)
             )
-            if size <= 0 or coeff <= 0.0:
+            if size <= 0 or coeff <= 0.0 or not self._pate_label_sets[module_id]:
                 continue
             for _ in range(steps):
-                observations, labels = self._replayed_labels(size)
+                observations, labels = self._replayed_labels(module_id, size)
                 logits = self.module[module_id].forward_train({Columns.OBS: observations})[
                     Columns.ACTION_DIST_INPUTS
                 ]
@@ -162,10 +170,13 @@ class PATELabelLossMixin(TorchLearner):
         state = super().get_state(components, not_components=not_components, **kwargs)
         if not self._check_component(_LABEL_SET_STATE, components, not_components):
             return state  # e.g. the weights-only states of every weight sync
-        entries = list(self._pate_label_set.values())
         state[_LABEL_SET_STATE] = {
-            "observations": np.stack([row for row, _ in entries]) if entries else None,
-            "labels": np.asarray([label for _, label in entries], dtype=np.int64),
+            module_id: {
+                "observations": np.stack([row for row, _ in entries]),
+                "labels": np.asarray([label for _, label in entries], dtype=np.int64),
+            }
+            for module_id in self._pate_label_sets
+            if (entries := self.pate_label_set(module_id))
         }
         return state
 
@@ -176,8 +187,10 @@ class PATELabelLossMixin(TorchLearner):
         saved = state.get(_LABEL_SET_STATE)
         if saved is None:
             return
-        self._pate_label_set = {}
-        if saved["observations"] is not None:
-            rows = np.asarray(saved["observations"])
-            for row, label in zip(rows, np.asarray(saved["labels"]), strict=True):
-                self._pate_label_set[row.tobytes()] = (row.copy(), int(label))
+        self._pate_label_sets = {}
+        for module_id, saved_set in saved.items():
+            rows = np.asarray(saved_set["observations"])
+            self._pate_label_sets[module_id] = {
+                row.tobytes(): (row.copy(), int(label))
+                for row, label in zip(rows, np.asarray(saved_set["labels"]), strict=True)
+            }

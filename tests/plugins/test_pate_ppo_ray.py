@@ -114,7 +114,7 @@ def _label_set_cross_entropy(algo: object) -> float:
     from ray.rllib.core.columns import Columns
 
     def measure(learner: object) -> float:
-        entries = list(learner._pate_label_set.values())
+        entries = learner.pate_label_set("default_policy")
         observations = torch.from_numpy(np.stack([row for row, _ in entries]))
         labels = torch.tensor([label for _, label in entries])
         with torch.no_grad():
