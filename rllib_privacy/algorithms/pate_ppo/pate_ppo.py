@@ -3,7 +3,8 @@
 Papernot et al. 2017 (PATE) carried to RL (docs/components/pate.md): n teacher policies trained on
 disjoint private data label states the student visited with noisy-argmax actions; the
 student minimizes its PPO loss plus ``pate_label_loss_coeff`` × cross-entropy to those
-labels; querying stops at the budget.
+labels; querying stops at the budget. The learner remembers every label it received and
+keeps training on them (label replay, ``pate_label_sgd_steps``): post-processing, free.
 
 Where things live:
 
