@@ -1,9 +1,8 @@
-"""PATE benchmark: the accountant against the paper, supervised PATE on digits, PATE-PPO.
+"""PATE benchmark: the accountant against the paper, supervised PATE on digits.
 
     python benchmarks/pate.py                        # everything, prints tables
     python benchmarks/pate.py --parts accountant,digits --write-results
     python benchmarks/pate.py --parts accountant,digits --quick   # smoke run (< 1 minute)
-    python benchmarks/pate.py --parts rl --seeds 2 --write-results
 
 Parts:
 
@@ -18,9 +17,9 @@ Parts:
   budget is spent; semi-supervised students (LabelSpreading over the public split), the
   data-dependent ε released with smooth-sensitivity noise beside the publishable
   data-independent one, and the non-private students.
-* ``rl``: PATE-PPO students on CartPole (gravity 9.8) labeled by 5 PPO teachers trained on
-  disjoint gravity sets, against plain PPO with the same settings (the no-teacher
-  baseline) in the same run; return against ε.
+
+PATE-PPO in RL (CartPole) is ``benchmarks/pate_rl.py``; it writes the ``rl`` part of the same
+section.
 
 ``--write-results`` replaces the parts it ran between ``<!-- pate:PART:start/end -->``
 markers inside ``<!-- pate:start -->``/``<!-- pate:end -->`` of benchmarks/RESULTS.md.
@@ -31,7 +30,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -44,8 +42,6 @@ from harness import (
     Progress,
     ResultsSection,
     command_line,
-    dump_json,
-    load_json,
     machine_line,
     markdown_table,
 )
@@ -68,9 +64,10 @@ from rllib_privacy.pate.supervised import (
     train_teachers,
 )
 
-PARTS = ("accountant", "digits", "rl")
-#: This benchmark's RESULTS.md section, one part per measured part.
-RESULTS = ResultsSection("pate", title="## PATE (`benchmarks/pate.py`)", parts=PARTS)
+PARTS = ("accountant", "digits")
+#: This benchmark's RESULTS.md section, one part per measured part (in display order; the
+#: ``rl`` part is written by benchmarks/pate_rl.py).
+RESULTS = ResultsSection("pate", title="## PATE (`benchmarks/pate.py`)", parts=(*PARTS, "rl"))
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -513,162 +510,12 @@ def run_aggregators(args: argparse.Namespace) -> str:
     )  # fmt: skip
 
 
-# --------------------------------------------------------------------------- RL
-
-
-RL_PPO = {
-    "lr": 0.0003,
-    "gamma": 0.99,
-    "train_batch_size_per_learner": 2000,
-    "minibatch_size": 250,
-    "num_epochs": 10,
-    "vf_loss_coeff": 0.01,
-}
-TEACHER_GRAVITIES = [
-    [8.0, 8.2, 8.4],
-    [9.0, 9.2, 9.4],
-    [10.0, 10.2, 10.4],
-    [11.0, 11.2, 11.4],
-    [12.0, 12.2, 12.4],
-]
-
-
-def _ppo(config: Any, seed: int, gravities: list[float]) -> Any:
-    return (
-        config.environment(
-            "rllib_privacy/CartPoleGravity-v0", env_config={"gravity_choices": gravities}
-        )
-        # Sampling in the algorithm's process: on a busy 2-core machine a remote EnvRunner
-        # can miss RLlib's sample timeout; the labeling callback works the same there.
-        .env_runners(num_env_runners=0, sample_timeout_s=600)
-        .training(**RL_PPO)
-        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
-        .debugging(seed=seed)
-    )
-
-
-def _train(algo: Any, steps: int) -> list[tuple[int, float, dict[str, Any]]]:
-    curve = []
-    while True:
-        result = algo.train()
-        sampled = int(result["num_env_steps_sampled_lifetime"])
-        episode_return = result.get("env_runners", {}).get("episode_return_mean", math.nan)
-        curve.append((sampled, float(episode_return), result))
-        if sampled >= steps:
-            return curve
-
-
-def run_rl(args: argparse.Namespace) -> str:
-    import ray
-    from ray.rllib.algorithms.ppo import PPOConfig
-
-    from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    if args.rl_teacher_dir is not None:
-        # Teachers of an earlier run of this script (teacher_<i>/ and returns.json).
-        work = args.rl_teacher_dir
-        teacher_dirs = [str(work / f"teacher_{i}") for i in range(len(TEACHER_GRAVITIES))]
-        teacher_returns = load_json(work / "returns.json")
-        print(f"  reusing teachers in {work}", flush=True)
-    else:
-        work = Path(tempfile.mkdtemp(prefix="pate_bench_"))
-        teacher_dirs, teacher_returns = [], []
-        for i, gravities in enumerate(TEACHER_GRAVITIES):
-            algo = _ppo(PPOConfig(), seed=100 + i, gravities=gravities).build_algo()
-            curve = _train(algo, args.rl_teacher_steps)
-            teacher_returns.append(curve[-1][1])
-            path = work / f"teacher_{i}"
-            algo.save_to_path(str(path))
-            algo.stop()
-            teacher_dirs.append(str(path))
-            print(f"  teacher {i} gravities {gravities}: return {curve[-1][1]:.1f}", flush=True)
-        dump_json(work / "returns.json", teacher_returns, indent=None)
-        print(f"  teachers saved in {work} (reuse: --rl-teacher-dir {work})", flush=True)
-
-    variants: list[tuple[str, dict[str, Any] | None]] = [("PPO, no teachers (baseline)", None)]
-    for gamma, budget, cap in args.rl_variants:
-        variants.append(
-            (
-                f"PATE-PPO γ={gamma}, ε budget {budget:g}, ≤{cap} labels",
-                {
-                    "pate_teacher_checkpoints": teacher_dirs,
-                    "pate_gamma": gamma,
-                    "pate_epsilon_budget": budget,
-                    "pate_max_queries": cap,
-                    "pate_query_selection": "least_confident",
-                    "pate_queries_per_sample": 200,
-                    # The un-noised data-dependent ε, for the table only (not private).
-                    "pate_log_data_dependent_epsilon": True,
-                },
-            )
-        )
-    rows = []
-    progress = Progress(len(variants) * args.seeds)
-    for name, pate in variants:
-        finals, aucs, eps_dd, eps_di, queries = [], [], [], [], []
-        for seed in range(args.seeds):
-            start = time.perf_counter()
-            config = PPOConfig() if pate is None else PATEPPOConfig().pate(**pate)
-            algo = _ppo(config, seed=seed, gravities=[9.8]).build_algo()
-            curve = _train(algo, args.rl_student_steps)
-            algo.stop()
-            returns = [c[1] for c in curve]
-            finals.append(float(np.nanmean(returns[-2:])))
-            aucs.append(float(np.nanmean(returns)))
-            last = curve[-1][2]
-            if pate is not None:
-                eps_dd.append(last["pate"]["epsilon_data_dependent"])
-                eps_di.append(last["pate_epsilon_data_independent"])
-                queries.append(last["pate_queries"])
-            progress.advance(f"{name} seed {seed}: final {finals[-1]:.1f}, mean "
-                             f"{aucs[-1]:.1f} ({time.perf_counter() - start:.0f} s)")  # fmt: skip
-        rows.append(
-            [
-                name,
-                float(np.mean(finals)),
-                float(np.mean(aucs)),
-                float(np.mean(queries)) if queries else 0.0,
-                float(np.mean(eps_dd)) if eps_dd else 0.0,
-                float(np.mean(eps_di)) if eps_di else 0.0,
-            ]
-        )
-    ray.shutdown()
-    result = table(
-        [
-            "student",
-            "final return",
-            "mean return over run",
-            "labels",
-            "ε data-dep.",
-            "ε data-indep.",
-        ],
-        rows,
-    )
-    return (
-        f"5 PPO teachers, each {args.rl_teacher_steps} env steps on its own gravity set "
-        f"{TEACHER_GRAVITIES} (final returns {', '.join(f'{r:.0f}' for r in teacher_returns)}); "
-        f"students on gravity 9.8 for {args.rl_student_steps} env steps, mean of "
-        f"{args.seeds} seed(s); same PPO settings for all (batch 2000, 10 epochs, lr 3e-4, "
-        f"MLP 32×32); δ = 1e-5. Final return = mean of the last two iterations (max 200). "
-        f"ε data-dep.: un-noised, internal (a function of the votes).\n\n{result}"
-    )
-
-
 def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",")]
 
 
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
-
-
-def _variants(text: str) -> list[tuple[float, float, int]]:
-    out = []
-    for item in text.split(";"):
-        gamma, budget, cap = item.split(":")
-        out.append((float(gamma), float(budget), int(cap)))
-    return out
 
 
 def _confident(text: str) -> list[tuple[float, float]]:
@@ -784,19 +631,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="smoke run: one seed, the smallest settings (under a minute)",
     )
-    parser.add_argument("--rl-teacher-steps", type=int, default=40000)
-    parser.add_argument("--rl-student-steps", type=int, default=20000)
-    parser.add_argument(
-        "--rl-teacher-dir",
-        type=Path,
-        help="reuse the teachers an earlier run saved there (it prints the folder)",
-    )
-    parser.add_argument(
-        "--rl-variants",
-        type=_variants,
-        default=_variants("1.0:inf:2000;0.2:20:2000"),
-        help="PATE students as 'gamma:epsilon_budget:max_labels;...'",
-    )
     parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")
     parser.add_argument("--results-md", type=Path, default=RESULTS_MD)
     return parser
@@ -814,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown parts {sorted(unknown)}; choose from {PARTS}", file=sys.stderr)
         return 2
-    runners = {"accountant": run_accountant, "digits": _single_threaded(run_digits), "rl": run_rl}
+    runners = {"accountant": run_accountant, "digits": _single_threaded(run_digits)}
     command = command_line(__file__, argv)
     written = {}
     for part in parts:

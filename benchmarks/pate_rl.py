@@ -377,6 +377,8 @@ def render(args: argparse.Namespace, teachers: dict[str, Any], arms: dict[str, A
            f"PATE-PPO / PPO = {pate_row[4]} at ε ≤ {pate_row[6]}.")
     )  # fmt: skip
     lines = [
+        "### PATE: rl (`benchmarks/pate_rl.py`)",
+        "",
         f"`{command_line('benchmarks/pate_rl.py', argv)}` — {machine_line()}",
         "",
         f"{len(trained)} PPO teachers on disjoint gravity sets over "

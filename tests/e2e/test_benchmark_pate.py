@@ -17,11 +17,13 @@ def test_table_formats_floats_and_missing_values(bench) -> None:
     assert text.splitlines() == ["| a | b |", "|---|---|", "| 1 | 0.123 |", "| x | n/a |"]
 
 
-def test_variants_option(bench) -> None:
-    assert bench._variants("1.0:inf:2000;0.2:20:50") == [(1.0, math.inf, 2000), (0.2, 20.0, 50)]
+def test_parts_option(bench) -> None:
     args = bench.build_parser().parse_args(["--parts", "digits", "--digits-queries", "5,7"])
     assert args.digits_queries == [5, 7] and args.parts == "digits"
     assert bench.main(["--parts", "nope"]) == 2
+    # PATE-PPO moved to benchmarks/pate_rl.py, which writes the rl part of the section.
+    assert bench.main(["--parts", "rl"]) == 2
+    assert bench.RESULTS.parts == ("accountant", "digits", "rl")
 
 
 def test_results_md_parts_are_replaced_in_place(bench, tmp_path: Path) -> None:
