@@ -168,6 +168,59 @@ def find_module_dir(checkpoint: str | os.PathLike[str]) -> Path:
     )
 
 
+def checkpoint_env_config(checkpoint: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``env_config`` an Algorithm checkpoint was trained with (None if not recorded).
+
+    RLlib writes the Algorithm's config into ``class_and_ctor_args.pkl`` at the top of its
+    checkpoint (the file RLlib itself unpickles to restore the Algorithm). A bare RLModule
+    directory has no env_config: None.
+    """
+    import pickle
+
+    path = Path(checkpoint) / "class_and_ctor_args.pkl"
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as file:
+            args, kwargs = pickle.load(file)["ctor_args_and_kwargs"]
+        config = args[0] if args else kwargs.get("config")
+        env_config = config.get("env_config") if isinstance(config, dict) else None
+        if env_config is None:
+            env_config = getattr(config, "env_config", None)
+    except Exception:  # An unreadable file means "not recorded", not a bad checkpoint.
+        return None
+    return dict(env_config) if isinstance(env_config, dict) else None
+
+
+def resolve_trained_settings(
+    args: argparse.Namespace, env_config: dict[str, Any] | None
+) -> tuple[str, int, Any]:
+    """``(formulation, passes, actions)``: the options, else the checkpoint's, else defaults.
+
+    Raises:
+        PrivacyConfigError: If ``--formulation`` differs from the formulation the checkpoint
+            was trained with (an improve policy rolled out as assign, or the reverse, runs
+            but its numbers mean nothing).
+
+    """
+    recorded = env_config or {}
+    formulation = args.formulation
+    trained = recorded.get("formulation", "assign") if env_config is not None else None
+    if formulation is None:
+        formulation = trained or "assign"
+    elif trained is not None and formulation != trained:
+        raise PrivacyConfigError(
+            f"--formulation {formulation}: the checkpoint was trained with formulation "
+            f"{trained!r} (its env_config); leave --formulation out or pass {trained}"
+        )
+    passes = args.passes if args.passes is not None else int(recorded.get("passes", 2))
+    actions = parse_actions(args.actions)
+    if actions is None and recorded.get("actions") is not None:
+        recorded_actions = recorded["actions"]
+        actions = recorded_actions if isinstance(recorded_actions, str) else tuple(recorded_actions)
+    return formulation, passes, actions
+
+
 def load_module(checkpoint: str | os.PathLike[str]) -> Any:
     """Restore the RLModule of ``checkpoint`` with ``RLModule.from_checkpoint``."""
     from ray.rllib.core.rl_module.rl_module import RLModule
@@ -421,20 +474,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--actions",
         metavar="SET",
         help='the action set the policy was trained with: "geometric:N", or comma-separated '
-        'entries (a number × Δf, or "K/eps"); default: the paper\'s five scales',
+        'entries (a number × Δf, or "K/eps"); default: the checkpoint\'s env_config, else '
+        "the paper's five scales",
     )
     parser.add_argument(
         "--formulation",
         choices=("assign", "improve"),
-        default="assign",
-        help="the env formulation the policy was trained with (default: assign)",
+        default=None,
+        help="the env formulation the policy was trained with (default: the checkpoint's "
+        "env_config, else assign; a value that contradicts the checkpoint is an error)",
     )
     parser.add_argument(
         "--passes",
         type=int,
-        default=2,
+        default=None,
         metavar="N",
-        help="sweeps over the distinct values, --formulation improve only (default: 2)",
+        help="sweeps over the distinct values, --formulation improve only (default: the "
+        "checkpoint's env_config, else 2)",
     )
     parser.add_argument(
         "--output-dir",
@@ -464,6 +520,9 @@ def run(args: argparse.Namespace) -> int:
     if args.data is not None and not os.path.isfile(args.data):
         raise PrivacyConfigError(f"--data: {args.data!r} is not a file")
     module = load_module(args.checkpoint)
+    formulation, passes, actions = resolve_trained_settings(
+        args, checkpoint_env_config(args.checkpoint)
+    )
     result = evaluate(
         module,
         data=args.data,
@@ -472,9 +531,9 @@ def run(args: argparse.Namespace) -> int:
         column=args.column,
         bins=args.bins,
         pe_dim=args.pe_dim,
-        actions=parse_actions(args.actions),
-        formulation=args.formulation,
-        passes=args.passes,
+        actions=actions,
+        formulation=formulation,
+        passes=passes,
     )
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

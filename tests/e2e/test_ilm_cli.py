@@ -110,6 +110,25 @@ def test_evaluate_reports_pdp_and_kl_against_laplace(
         "--output-dir", str(tmp_path),
     )  # fmt: skip
     assert code == 2 and "expects observations of size 45" in err
+    # Without the options, the checkpoint's env_config says how it was trained (improve,
+    # 1 pass, 12 geometric scales): the same rollout as above.
+    default_dir = tmp_path / "from_checkpoint"
+    code, _, err = _evaluate(
+        capsys,
+        "--checkpoint", str(trained_checkpoint), "--data", str(tiny_csv), "--column", "height",
+        "--epsilon", "0.5", "--output-dir", str(default_dir),
+    )  # fmt: skip
+    assert code == 0, err[-3000:]
+    again = json.loads((default_dir / "ilm_evaluation.json").read_text())
+    assert again["action_counts"] == summary["action_counts"]
+    assert again["kl_ratio_released"] == pytest.approx(summary["kl_ratio_released"])
+    # An improve policy rolled out as assign would run and mean nothing: refused by name.
+    code, _, err = _evaluate(
+        capsys,
+        "--checkpoint", str(trained_checkpoint), "--data", str(tiny_csv), "--column", "height",
+        "--epsilon", "0.5", "--formulation", "assign", "--output-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 2 and "--formulation assign: the checkpoint was trained with" in err, err
 
 
 @pytest.mark.parametrize(
@@ -179,3 +198,27 @@ def test_actions_option_is_parsed() -> None:
     assert parse_actions(None) is None
     assert parse_actions("geometric:12") == "geometric:12"
     assert parse_actions("3/eps, 0.5,0.005") == ("3/eps", 0.5, 0.005)
+
+
+def test_trained_settings_come_from_the_options_then_the_checkpoint() -> None:
+    import argparse
+
+    from rllib_privacy.errors import PrivacyConfigError
+    from rllib_privacy.ilm_evaluate import resolve_trained_settings
+
+    def options(**values: object) -> argparse.Namespace:
+        return argparse.Namespace(
+            **{"formulation": None, "passes": None, "actions": None, **values}
+        )
+
+    assert resolve_trained_settings(options(), None) == ("assign", 2, None)  # a bare RLModule
+    recorded = {"formulation": "improve", "passes": 4, "actions": [0.5, "1/eps"]}
+    assert resolve_trained_settings(options(), recorded) == ("improve", 4, (0.5, "1/eps"))
+    assert resolve_trained_settings(options(passes=1, actions="geometric:6"), recorded) == (
+        "improve",
+        1,
+        "geometric:6",
+    )
+    assert resolve_trained_settings(options(), {"bins": 10})[0] == "assign"  # paper's MDP
+    with pytest.raises(PrivacyConfigError, match="--formulation improve: the checkpoint was"):
+        resolve_trained_settings(options(formulation="improve"), {"bins": 10})
