@@ -84,3 +84,18 @@ def test_quick_settings_and_aggregator_choices(bench) -> None:
     assert settings["pate_gnmax_sigma"] == args.sigma and "pate_gamma" not in settings
     with pytest.raises(SystemExit):
         bench.build_parser().parse_args(["--aggregator", "confident"])
+
+
+def test_shipped_student_yaml_has_the_measured_settings(bench) -> None:
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "tuned_configs" / "pate_ppo_cartpole.yaml"
+    config = yaml.safe_load(path.read_text())["pate-ppo-cartpole"]["config"]
+    measured = bench._pate_settings(bench.build_parser().parse_args([]))
+    for key, value in measured.items():
+        assert config[key] == (pytest.approx(value) if isinstance(value, float) else value), key
+    for key, value in bench.PPO_SETTINGS.items():
+        assert config[key] == pytest.approx(value), key
+    teachers = Path(__file__).resolve().parents[2] / "tuned_configs" / "pate_teachers_cartpole.yaml"
+    grid = yaml.safe_load(teachers.read_text())["pate-teachers-cartpole"]["config"]["env_config"]
+    assert grid["gravity_choices"]["grid_search"] == bench.teacher_gravities(24, 5.0, 15.0)
