@@ -405,6 +405,31 @@ def merge_json(documents: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
+def steps_to_threshold(
+    steps: Sequence[float], returns: Sequence[float | None], target: float
+) -> float:
+    """Env steps of the first result whose return is ≥ ``target``; ∞ if none is.
+
+    Args:
+        steps: Env steps sampled so far, one per training iteration (non-decreasing).
+        returns: The return reported with each; None/NaN (no episode finished yet) never
+            counts as reaching the target.
+        target: T.
+
+    Raises:
+        ValueError: The two sequences differ in length.
+
+    """
+    if len(steps) != len(returns):
+        raise ValueError(
+            f"steps and returns must have the same length, got {len(steps)} and {len(returns)}"
+        )
+    for step, value in zip(steps, returns, strict=True):
+        if value is not None and not math.isnan(value) and value >= target:
+            return float(step)
+    return INF
+
+
 def median_or_inf(values: Sequence[float]) -> float:
     """Median where ∞ (never reached) sorts last.
 

@@ -84,6 +84,7 @@ from harness import (
     positive_int,
     quiet_ray,
     spread,
+    steps_to_threshold,
     usable_cpus,
 )
 
@@ -281,31 +282,6 @@ ARMS: dict[str, Arm] = {
 # --------------------------------------------------------------------------------------
 # Statistics (pure; unit-tested in tests/e2e/test_benchmark_kickstart.py).
 # --------------------------------------------------------------------------------------
-
-
-def steps_to_threshold(
-    steps: Sequence[float], returns: Sequence[float | None], target: float
-) -> float:
-    """Env steps of the first result whose return is ≥ ``target``; ∞ if none is.
-
-    Args:
-        steps: Env steps sampled so far, one per training iteration (non-decreasing).
-        returns: The return reported with each; None/NaN (no episode finished yet) never
-            counts as reaching the target.
-        target: T.
-
-    Raises:
-        ValueError: The two sequences differ in length.
-
-    """
-    if len(steps) != len(returns):
-        raise ValueError(
-            f"steps and returns must have the same length, got {len(steps)} and {len(returns)}"
-        )
-    for step, value in zip(steps, returns, strict=True):
-        if value is not None and not math.isnan(value) and value >= target:
-            return float(step)
-    return INF
 
 
 #: Median over seeds; seeds that never reached T (∞) sort last, ∞ when half or more did not.

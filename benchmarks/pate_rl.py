@@ -54,6 +54,7 @@ from harness import (
     median_or_inf,
     positive_int,
     quiet_ray,
+    steps_to_threshold,
 )
 
 RESULTS = ResultsSection(
@@ -150,14 +151,6 @@ def _curve(result: Any) -> tuple[list[int], list[float]]:
     steps = [int(v) for v in frame[STEPS_KEY]]
     returns = [float(v) for v in frame[RETURN_KEY]]
     return steps, returns
-
-
-def steps_to_target(steps: list[int], returns: list[float], target: float) -> float:
-    """Env steps of the first iteration whose mean return is ≥ ``target`` (∞ if none)."""
-    for step, value in zip(steps, returns, strict=True):
-        if not math.isnan(value) and value >= target:
-            return float(step)
-    return math.inf
 
 
 def greedy_return(module_dir: str, gravities: list[float], episodes: int, seed: int) -> float:
@@ -302,7 +295,7 @@ def _finish(args: argparse.Namespace, arms: dict[str, Any]) -> dict[str, Any]:
     for runs in arms.values():
         runs.sort(key=lambda run: run["seed"])
         for run in runs:
-            run["to_target"] = steps_to_target(run["steps"], run["returns"], args.target)
+            run["to_target"] = steps_to_threshold(run["steps"], run["returns"], args.target)
     return arms
 
 

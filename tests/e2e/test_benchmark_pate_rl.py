@@ -21,10 +21,10 @@ def test_teacher_gravity_sets_are_disjoint_and_inside_the_range(bench) -> None:
         assert all(5.0 + 1.25 * i < g < 5.0 + 1.25 * (i + 1) for g in gravities)
 
 
-def test_steps_to_target_is_the_first_iteration_at_or_above_it(bench) -> None:
+def test_steps_to_threshold_is_the_first_iteration_at_or_above_it(bench) -> None:
     steps = [2000, 4000, 6000, 8000]
-    assert bench.steps_to_target(steps, [math.nan, 120.0, 195.0, 150.0], 195.0) == 6000
-    assert bench.steps_to_target(steps, [10.0, 20.0, 30.0, 40.0], 195.0) == math.inf
+    assert bench.steps_to_threshold(steps, [math.nan, 120.0, 195.0, 150.0], 195.0) == 6000
+    assert bench.steps_to_threshold(steps, [10.0, 20.0, 30.0, 40.0], 195.0) == math.inf
 
 
 def _arms() -> dict:
