@@ -24,7 +24,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin
 from rllib_privacy.algorithms.count_exploration import ExplorationDQNConfig, ExplorationPPOConfig
 from rllib_privacy.algorithms.kickstart_ppo.kickstart_ppo import KickstartPPOConfig
-from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import LDPA3CConfig
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_ppo.ldp_ppo import LDPPPOConfig
 from rllib_privacy.algorithms.pate_ppo.pate_ppo import PATEPPOConfig
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError

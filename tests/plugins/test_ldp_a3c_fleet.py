@@ -30,16 +30,13 @@ from rllib_privacy.algorithms.ldp_a3c.fleet import (
     padded_value_targets,
     run_cartpole_episodes,
 )
-from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import (
-    DEFAULT_HELDOUT_GRAVITIES,
-    LDPA3C,
-    SOLVED_WINDOW,
-    _ScoreTracker,
-)
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import LDPA3C
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import DEFAULT_HELDOUT_GRAVITIES
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     VALUE_TARGETS,
     discounted_value_targets,
 )
+from rllib_privacy.algorithms.ldp_a3c.score_tracker import SOLVED_WINDOW, ScoreTracker
 from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_learner import _clip, a3c_loss_parts
 from rllib_privacy.envs.cartpole_gravity import PAPER_GRAVITY_CHOICES, CartPoleGravityVectorEnv
 from rllib_privacy.errors import PrivacyConfigError
@@ -733,7 +730,7 @@ def _brute_force_solved_at(scores: list[float], target: float) -> int | None:
 
 
 def test_solved_at_needs_a_full_window_of_100() -> None:
-    tracker = _ScoreTracker(target=195.0)
+    tracker = ScoreTracker(target=195.0)
     for _ in range(SOLVED_WINDOW - 1):
         tracker.add(200.0, 200)
     assert tracker.solved_at is None
@@ -750,7 +747,7 @@ def test_solved_at_is_the_first_full_window_reaching_the_target() -> None:
     rng = np.random.default_rng(0)
     scores = list(rng.uniform(0, 120, size=150)) + [200.0] * 60 + list(rng.uniform(0, 200, 300))
     scores = [float(round(s)) for s in scores]
-    tracker = _ScoreTracker(target=150.0)
+    tracker = ScoreTracker(target=150.0)
     history = []
     for s in scores:
         tracker.add(s, int(s))
@@ -764,16 +761,16 @@ def test_solved_at_is_the_first_full_window_reaching_the_target() -> None:
 
 def test_solved_at_survives_state_dict_and_old_checkpoints_load_as_none() -> None:
     scores = [10.0] * 50 + [200.0] * 200
-    whole = _ScoreTracker(target=195.0)
+    whole = ScoreTracker(target=195.0)
     for s in scores:
         whole.add(s, int(s))
     assert whole.solved_at == _brute_force_solved_at(scores, 195.0)
     # Interrupted before, restored, continued: the same solved_at.
     for cut in (20, 140, 160, 250):
-        first = _ScoreTracker(target=195.0)
+        first = ScoreTracker(target=195.0)
         for s in scores[:cut]:
             first.add(s, int(s))
-        resumed = _ScoreTracker(target=195.0)
+        resumed = ScoreTracker(target=195.0)
         resumed.load_state_dict(first.state_dict())
         assert resumed.solved_at == first.solved_at
         for s in scores[cut:]:
@@ -781,7 +778,7 @@ def test_solved_at_survives_state_dict_and_old_checkpoints_load_as_none() -> Non
         assert resumed.state_dict() == whole.state_dict()
     old = whole.state_dict()
     del old["solved_at"]  # a checkpoint from before solved_at existed
-    loaded = _ScoreTracker(target=195.0)
+    loaded = ScoreTracker(target=195.0)
     loaded.load_state_dict(old)
     assert loaded.solved_at is None
     assert loaded.submissions == whole.submissions and loaded.fst == whole.fst

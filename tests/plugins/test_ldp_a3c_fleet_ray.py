@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, GradientSubmission, LDPA3CConfig
-from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import SOLVED_WINDOW
+from rllib_privacy.algorithms.ldp_a3c.score_tracker import SOLVED_WINDOW
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.progress import progress_line
 

@@ -10,9 +10,9 @@ import pytest
 
 from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
-from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import _ScoreTracker
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import exploration_alpha
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import discounted_value_targets
+from rllib_privacy.algorithms.ldp_a3c.score_tracker import ScoreTracker
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID, PAPER_GRAVITY_CHOICES
 from rllib_privacy.errors import PrivacyConfigError
 
@@ -107,13 +107,13 @@ def test_buffer_applies_the_mean_when_full_and_round_trips() -> None:
 
 
 def test_first_success_time_is_the_start_of_the_first_good_window() -> None:
-    tracker = _ScoreTracker(target=195.0)
+    tracker = ScoreTracker(target=195.0)
     scores = [10.0] * 5 + [200.0] * 9 + [100.0] + [200.0] * 10
     for s in scores:
         tracker.add(s, int(s))
     # Windows starting at submissions 6.. contain the 100 until submission 16.
     assert tracker.fst == 16
-    clone = _ScoreTracker(target=195.0)
+    clone = ScoreTracker(target=195.0)
     clone.load_state_dict(tracker.state_dict())
     assert clone.state_dict() == tracker.state_dict()
 

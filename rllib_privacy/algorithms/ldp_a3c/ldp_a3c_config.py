@@ -1,0 +1,665 @@
+"""LDPA3CConfig: the settings of PGC-A3C and their checks.
+
+Ono & Takahashi, "Locally Private Distributed Reinforcement Learning" (§4, "Hyper
+Parameters") give the defaults. The keys are grouped by builder method; every check
+runs before Ray starts and names the key it refuses.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from typing_extensions import Self
+
+from rllib_privacy.algorithms.config_keys import (
+    GroupedConfigMixin,
+    LegacyCountExplorationMixin,
+)
+from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
+from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
+from rllib_privacy.envs.cartpole_gravity import validate_positive_choices
+from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.exploration import ExplorationSpec
+from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
+from rllib_privacy.teachers.journaling import check_journal_dir
+from rllib_privacy.utils.strict_config import StrictConfigMixin
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+#: Paper defaults of the clipping size C per mechanism (§4, "Hyper Parameters").
+DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "privunitg": 1.0, "privunit2": 1.0, "none": 1.0}
+#: Paper defaults of |B| per mechanism (§4.1: buffering helps PRS, hurts Laplace).
+#: PrivUnit's release is unbiased but has MSE ≈ d·C²/ε²-ish: it needs averaging.
+DEFAULT_MAX_BUFFER = {"laplace": 1, "prs": 100, "privunitg": 100, "privunit2": 100, "none": 1}
+#: Mechanisms whose clip C bounds the L2 norm (the others: L1 norm C/2).
+L2_MECHANISMS = ("privunitg", "privunit2")
+#: Gravities of the greedy evaluation that no local agent trains on (default).
+DEFAULT_HELDOUT_GRAVITIES = (9.6, 9.75, 9.85, 10.0)
+ACTION_SELECTIONS = ("epsilon_argmax", "sample")
+AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
+#: Where a local agent's visit counts live (``count_exploration_scope``).
+COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
+
+
+class LDPA3CConfig(
+    GroupedConfigMixin, LegacyCountExplorationMixin, StrictConfigMixin, AlgorithmConfig
+):
+    """Configuration of PGC-A3C (``LDPA3C``); defaults are the paper's settings.
+
+    Its keys (docs/configuration.md) are grouped by builder method: ``.privacy()`` (the
+    gradient mechanism), ``.agents()`` (the local agents and the fleet),
+    ``.aggregator()``, ``.scoring()`` (FST and the greedy evaluation) and
+    ``.count_exploration()``; RLlib's own keys (``lr``, ``gamma``, ``vf_loss_coeff``,
+    ``entropy_coeff``) stay in ``.training()``.
+
+    Example::
+
+        config = (
+            LDPA3CConfig()
+            .environment("rllib_privacy/CartPoleGravity-v0")
+            .privacy(privacy_mechanism="laplace", privacy_epsilon=5.0)
+            .env_runners(num_env_runners=2)
+        )
+        algo = config.build_algo()
+    """
+
+    key_reference = "LDPA3C"
+    #: Nested keys checked by ``rllib train -f`` before Ray starts.
+    config_dict_keys = {"count_exploration_config": ExplorationSpec.keys()}
+    CONFIG_GROUPS = {
+        "privacy": (
+            "privacy_mechanism",
+            "privacy_epsilon",
+            "privacy_clip",
+            "privacy_policy_clip_share",
+            "privacy_reduced_dim",
+            "privacy_debias",
+            "privacy_secure_mode",
+            "privacy_zero_signal_control",
+            "privacy_shuffle_delta",
+            "privacy_journal_dir",
+        ),
+        "agents": (
+            "agents_per_env_runner",
+            "agents_submissions_per_agent",
+            "agents_episodes_per_submission",
+            "agents_action_selection",
+            "agents_exploration_alpha",
+            "agents_exploration_alpha_zero_at",
+            "agents_loss_reduction",
+            "agents_normalize_advantages",
+        ),
+        "aggregator": (
+            "aggregator_max_buffer",
+            "aggregator_optimizer",
+            "aggregator_submissions_per_iteration",
+            "aggregator_submissions_per_request",
+        ),
+        "scoring": (
+            "scoring_fst_target_score",
+            "scoring_eval_episodes",
+            "scoring_eval_heldout_gravities",
+        ),
+        "count_exploration": ("count_exploration_config", "count_exploration_scope"),
+    }
+    LEGACY_CONFIG_KEYS = {
+        "mechanism": "privacy_mechanism",
+        "epsilon": "privacy_epsilon",
+        "clip": "privacy_clip",
+        "policy_clip_share": "privacy_policy_clip_share",
+        "reduced_dim": "privacy_reduced_dim",
+        "debias": "privacy_debias",
+        "secure_mode": "privacy_secure_mode",
+        "zero_signal_control": "privacy_zero_signal_control",
+        "shuffle_delta": "privacy_shuffle_delta",
+        "submissions_per_agent": "agents_submissions_per_agent",
+        "episodes_per_submission": "agents_episodes_per_submission",
+        "action_selection": "agents_action_selection",
+        "exploration_alpha": "agents_exploration_alpha",
+        "exploration_alpha_zero_at": "agents_exploration_alpha_zero_at",
+        "loss_reduction": "agents_loss_reduction",
+        "normalize_advantages": "agents_normalize_advantages",
+        "max_buffer": "aggregator_max_buffer",
+        "submissions_per_iteration": "aggregator_submissions_per_iteration",
+        "submissions_per_request": "aggregator_submissions_per_request",
+        "fst_target_score": "scoring_fst_target_score",
+        "eval_episodes": "scoring_eval_episodes",
+        "eval_heldout_gravities": "scoring_eval_heldout_gravities",
+        "count_exploration": "count_exploration_config",
+    }
+    LEGACY_TRAINING_KWARGS = {
+        **{old: new for old, new in LEGACY_CONFIG_KEYS.items() if old != "count_exploration"},
+        "privacy_journal_dir": "privacy_journal_dir",
+        "agents_per_env_runner": "agents_per_env_runner",
+        "aggregator_optimizer": "aggregator_optimizer",
+    }
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        # Imported here: the algorithm module imports this one.
+        from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import LDPA3C
+
+        super().__init__(algo_class=algo_class or LDPA3C)
+        self.env = CARTPOLE_GRAVITY_ENV_ID
+        self.env_runner_cls = LDPA3CEnvRunner
+        self.num_env_runners = 2
+        self.max_requests_in_flight_per_env_runner = 1
+        # Nothing to merge: local agents have no connector state worth syncing.
+        self._dont_auto_sync_env_runner_states = True
+        # Paper §4 "Hyper Parameters".
+        self.lr = 0.5
+        self.gamma = 0.99
+        self.vf_loss_coeff = 0.5
+        self.entropy_coeff = 0.01
+        self.privacy_mechanism = "laplace"
+        self.privacy_epsilon = 1.0
+        self.privacy_clip: float | None = None
+        self.privacy_policy_clip_share: float | None = None
+        self.privacy_reduced_dim: int | None = None
+        self.privacy_debias = False
+        self.privacy_secure_mode = False
+        self.privacy_zero_signal_control = False
+        self.privacy_shuffle_delta = 1e-6
+        self.privacy_journal_dir: str | None = None
+        self.agents_per_env_runner = 1
+        self.agents_submissions_per_agent = 1
+        self.agents_episodes_per_submission = 1
+        self.agents_action_selection = "epsilon_argmax"
+        self.agents_exploration_alpha = 0.5
+        self.agents_exploration_alpha_zero_at = 900
+        self.agents_loss_reduction = "sum"
+        self.agents_normalize_advantages = False
+        self.aggregator_max_buffer: int | None = None
+        self.aggregator_optimizer = "sgd"
+        self.aggregator_submissions_per_iteration = 100
+        self.aggregator_submissions_per_request = 1
+        self.scoring_fst_target_score = 195.0
+        self.scoring_eval_episodes = 100
+        self.scoring_eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
+        # Count-based exploration bonus of the local agents (off unless a dict is given).
+        self.count_exploration_config: dict[str, Any] | None = None
+        self.count_exploration_scope = "agent"
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        vf_loss_coeff: float = NotProvided,  # type: ignore[assignment]
+        entropy_coeff: float = NotProvided,  # type: ignore[assignment]
+        **kwargs: Any,
+    ) -> Self:
+        """RLlib's ``training()`` plus the loss weights of the paper's eq. 15-18.
+
+        The keywords this method took before the keys got their own builder methods
+        (``mechanism``, ``epsilon``, ``max_buffer``, ...) still work, with a
+        DeprecationWarning naming the new key and method.
+
+        Args:
+            vf_loss_coeff: λ, weight of the value loss.
+            entropy_coeff: β, weight of the entropy bonus.
+            **kwargs: Forwarded to ``AlgorithmConfig.training``.
+
+        Returns:
+            This updated config.
+
+        """
+        super().training(**kwargs)
+        if vf_loss_coeff is not NotProvided:
+            self.vf_loss_coeff = vf_loss_coeff
+        if entropy_coeff is not NotProvided:
+            self.entropy_coeff = entropy_coeff
+        return self
+
+    def privacy(
+        self,
+        *,
+        privacy_mechanism: str = NotProvided,  # type: ignore[assignment]
+        privacy_epsilon: float = NotProvided,  # type: ignore[assignment]
+        privacy_clip: float | None = NotProvided,  # type: ignore[assignment]
+        privacy_policy_clip_share: float | None = NotProvided,  # type: ignore[assignment]
+        privacy_reduced_dim: int | None = NotProvided,  # type: ignore[assignment]
+        privacy_debias: bool = NotProvided,  # type: ignore[assignment]
+        privacy_secure_mode: bool = NotProvided,  # type: ignore[assignment]
+        privacy_zero_signal_control: bool = NotProvided,  # type: ignore[assignment]
+        privacy_shuffle_delta: float = NotProvided,  # type: ignore[assignment]
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets the gradient mechanism every local agent applies before anything leaves it.
+
+        Args:
+            privacy_mechanism: ``laplace`` (Alg. 2), ``prs`` (Alg. 3), ``privunitg`` (Asi,
+                Feldman & Talwar 2022), ``privunit2`` (Bhowmick et al. 2018) or ``none``.
+            privacy_epsilon: Total ε of one local agent (split as ε/T over its T =
+                ``agents_submissions_per_agent`` submissions); ``inf`` = non-private.
+            privacy_clip: Clipping size C; ``None`` = paper default (0.01 Laplace, 1 PRS,
+                1 PrivUnit). Laplace clips the L1 norm to C/2, PrivUnit the L2 norm to C.
+            privacy_policy_clip_share: ``None`` = one joint clip (paper); ρ in (0, 1) =
+                policy and value gradients pre-clipped to ρ and (1−ρ) of the bound.
+            privacy_reduced_dim: PRS projection size d̂; ``None`` = max{1, min{d, ⌊ε/2.5⌋}}.
+            privacy_debias: PRS only: rescale the random signs so E[output] = gradient.
+            privacy_secure_mode: Floating-point-safe noise (OpenDP Laplace; PRS bits from
+                OS entropy); the seed then does not drive the noise. Same ε.
+            privacy_zero_signal_control: Replace every gradient by zeros before the
+                mechanism: a no-signal control that shows what the noise alone does.
+            privacy_shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a
+                trusted shuffler of each buffer of |B| reports would give (Feldman,
+                McMillan & Talwar 2021).
+            privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
+                ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot be
+                switched off: a run without it could forget releases in a crash.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def agents(
+        self,
+        *,
+        agents_per_env_runner: int = NotProvided,  # type: ignore[assignment]
+        agents_submissions_per_agent: int = NotProvided,  # type: ignore[assignment]
+        agents_episodes_per_submission: int = NotProvided,  # type: ignore[assignment]
+        agents_action_selection: str = NotProvided,  # type: ignore[assignment]
+        agents_exploration_alpha: float = NotProvided,  # type: ignore[assignment]
+        agents_exploration_alpha_zero_at: int = NotProvided,  # type: ignore[assignment]
+        agents_loss_reduction: str = NotProvided,  # type: ignore[assignment]
+        agents_normalize_advantages: bool = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets what one local agent does: episodes, actions, its A3C loss, the fleet.
+
+        Args:
+            agents_per_env_runner: Local agents each EnvRunner simulates at once (a
+                vectorized fleet: one CartPole per agent, per-agent gradients with
+                ``torch.func.vmap``); 1 = one agent at a time. Above 1 needs
+                ``rllib_privacy/CartPoleGravity-v0`` and no count exploration.
+            agents_submissions_per_agent: T of the multi-round variant (§3.3): each agent
+                submits T gradients at ε/T each.
+            agents_episodes_per_submission: Episodes an agent runs (in its own
+                environment) before it submits ONE gradient of their mean loss: still one
+                release. Fleet only.
+            agents_action_selection: ``epsilon_argmax`` (paper) or ``sample``.
+            agents_exploration_alpha: α₀ of the random-action schedule.
+            agents_exploration_alpha_zero_at: Submissions after which α reaches 0.
+            agents_loss_reduction: ``sum`` over the episode (paper) or ``mean``.
+            agents_normalize_advantages: Shift and scale each agent's advantages over its
+                own steps to zero mean and unit variance before the policy loss.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def aggregator(
+        self,
+        *,
+        aggregator_max_buffer: int | None = NotProvided,  # type: ignore[assignment]
+        aggregator_optimizer: str = NotProvided,  # type: ignore[assignment]
+        aggregator_submissions_per_iteration: int = NotProvided,  # type: ignore[assignment]
+        aggregator_submissions_per_request: int = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets how the aggregator buffers and applies the privatized gradients (eq. 22).
+
+        Args:
+            aggregator_max_buffer: |B|; ``None`` = paper default (1 Laplace, 100 PRS and
+                PrivUnit).
+            aggregator_optimizer: ``sgd`` (θ ← θ − lr·mean(B), paper) or ``adam``.
+            aggregator_submissions_per_iteration: Submissions per training iteration.
+            aggregator_submissions_per_request: Episodes one EnvRunner runs per remote call
+                (all with the same θ; more = faster, staler gradients). With a fleet it is
+                rounded up to a multiple of ``agents_per_env_runner`` (whole rounds).
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def scoring(
+        self,
+        *,
+        scoring_fst_target_score: float = NotProvided,  # type: ignore[assignment]
+        scoring_eval_episodes: int = NotProvided,  # type: ignore[assignment]
+        scoring_eval_heldout_gravities: float | list[float] = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Sets how a run is scored: the paper's FST and a greedy evaluation.
+
+        Args:
+            scoring_fst_target_score: Θ of the first-success-time metric.
+            scoring_eval_episodes: Greedy evaluation episodes of the current weights per
+                iteration (``ldp/eval_return_mean``), half on the training gravities and
+                half on ``scoring_eval_heldout_gravities``; 0 = off. CartPoleGravity only.
+            scoring_eval_heldout_gravities: Gravities no local agent trains on.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def count_exploration(
+        self,
+        *,
+        count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
+    ) -> Self:
+        """Adds Tang et al.'s count bonus to each local agent's rewards.
+
+        Every local agent hashes the states of its own episode (SimHash, BASS or a key
+        function), counts them, and trains on r + β·f(n(φ(s))) in its A3C loss; the
+        public score stays the extrinsic return. The bonus is computed from the agent's
+        own states only, inside its EnvRunner, and influences nothing but the gradient that
+        is clipped and privatized, so each release stays ε/T-LDP for that agent
+        (docs/components/ldp-a3c.md#what-it-protects).
+
+        Args:
+            count_exploration_config: The same settings dict as ExplorationPPO's (e.g.
+                ``{"num_bits": 32, "beta": 0.01}``; ``{}`` = defaults); ``None`` = no
+                bonus. ``hash: autoencoder`` is not supported (a learned hash would need
+                training on pooled states).
+            count_exploration_scope: ``agent`` (default): a new, empty table for every
+                local agent, kept across its T submissions, so its gradient depends on its
+                own states only. ``env_runner``: one table per EnvRunner, shared by all the
+                local agents it hosts over its lifetime. This BREAKS the per-agent
+                guarantee: agent n+1's bonus, hence its released gradient, depends on the
+                states of agents 1..n, which leak through that release outside their ε.
+                Only for trusted single-owner runners and for measuring long-lived tables
+                (``benchmarks/soak.py``).
+
+        Returns:
+            This updated config.
+
+        """
+        if count_exploration_config is not NotProvided:
+            self.count_exploration_config = (
+                None if count_exploration_config is None else dict(count_exploration_config)
+            )
+        if count_exploration_scope is not NotProvided:
+            self.count_exploration_scope = count_exploration_scope
+        return self
+
+    def get_exploration_spec(self) -> ExplorationSpec | None:
+        """The validated ``count_exploration_config``, or None when the bonus is off."""
+        if self.count_exploration_config is None:
+            return None
+        spec = ExplorationSpec.from_dict(
+            self.count_exploration_config, prefix="count_exploration_config"
+        )
+        if spec.hash == "autoencoder":
+            raise PrivacyConfigError(
+                "count_exploration_config.hash 'autoencoder' is not supported by LDPA3C (a "
+                "learned hash would be trained on states pooled across releases); use "
+                "simhash, bass or key_function"
+            )
+        return spec
+
+    def heldout_gravities(self) -> tuple[float, ...]:
+        """``scoring_eval_heldout_gravities`` as a tuple (a single number is one gravity)."""
+        name = "scoring_eval_heldout_gravities"
+        try:
+            return validate_positive_choices(name, self.scoring_eval_heldout_gravities)
+        except PrivacyConfigError:
+            raise PrivacyConfigError(
+                f"config key '{name}' must be a number or a non-empty list of finite "
+                f"numbers > 0, got {self.scoring_eval_heldout_gravities!r}"
+            ) from None
+
+    def _validate_fleet(self) -> None:
+        self.heldout_gravities()
+        if self.agents_per_env_runner > 100_000:
+            raise PrivacyConfigError(
+                "config key 'agents_per_env_runner' must be <= 100000, "
+                f"got {self.agents_per_env_runner!r}"
+            )
+        fleet = self.agents_per_env_runner > 1
+        if self.agents_episodes_per_submission > 1 and not fleet:
+            raise PrivacyConfigError(
+                "config key 'agents_episodes_per_submission' > 1 needs agents_per_env_runner "
+                f"> 1 (the fleet path), got agents_per_env_runner={self.agents_per_env_runner}"
+            )
+        if fleet and self.env != CARTPOLE_GRAVITY_ENV_ID:
+            raise PrivacyConfigError(
+                f"config key 'agents_per_env_runner' > 1 needs env {CARTPOLE_GRAVITY_ENV_ID!r} "
+                f"(the fleet vectorizes its dynamics), got env {self.env!r}; use "
+                "agents_per_env_runner: 1 for other environments"
+            )
+        if fleet and self.count_exploration_config is not None:
+            raise PrivacyConfigError(
+                "config key 'count_exploration_config' is not supported with "
+                "agents_per_env_runner > 1; use agents_per_env_runner: 1"
+            )
+
+    def _validate_count_exploration(self) -> None:
+        _check_choice(
+            "count_exploration_scope", self.count_exploration_scope, COUNT_EXPLORATION_SCOPES
+        )
+        config = self.count_exploration_config
+        if config is not None and not isinstance(config, dict):
+            raise PrivacyConfigError(
+                "config key 'count_exploration_config' must be a dict of settings or null, "
+                f"got {config!r}"
+            )
+        self.get_exploration_spec()
+
+    @property
+    def effective_clip(self) -> float:
+        """C actually used: ``privacy_clip`` or the mechanism's paper default."""
+        if self.privacy_clip is None:
+            return DEFAULT_CLIP.get(self.privacy_mechanism, 1.0)
+        return float(self.privacy_clip)
+
+    @property
+    def effective_max_buffer(self) -> int:
+        """|B| actually used: ``aggregator_max_buffer`` or the mechanism's paper default."""
+        if self.aggregator_max_buffer is None:
+            return DEFAULT_MAX_BUFFER.get(self.privacy_mechanism, 1)
+        return int(self.aggregator_max_buffer)
+
+    @property
+    def policy_clip(self) -> tuple[float, str]:
+        """(bound, norm) that ``privacy_policy_clip_share`` splits: (C/2, l1) or (C, l2)."""
+        if self.privacy_mechanism in L2_MECHANISMS:
+            return self.effective_clip, "l2"
+        return self.effective_clip / 2.0, "l1"
+
+    @property
+    def is_private(self) -> bool:
+        """False for the non-private baseline (mechanism none or ε = ∞)."""
+        return self.privacy_mechanism != "none" and math.isfinite(float(self.privacy_epsilon))
+
+    def get_gradient_mechanism(self) -> GradientMechanism:
+        """The mechanism one submission uses (ε/T per release)."""
+        if not self.is_private:
+            return GradientMechanism(name="none", epsilon=math.inf, clip=self.effective_clip)
+        return GradientMechanism(
+            name=self.privacy_mechanism,
+            epsilon=float(self.privacy_epsilon) / self.agents_submissions_per_agent,
+            clip=self.effective_clip,
+            reduced_dim=self.privacy_reduced_dim,
+            debias=self.privacy_debias,
+            secure_mode=self.privacy_secure_mode,
+        )
+
+    @override(AlgorithmConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """The paper's actor-critic network (see LDPA3CTorchRLModule)."""
+        from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_rl_module import (
+            LDPA3CTorchRLModule,
+        )
+
+        return RLModuleSpec(module_class=LDPA3CTorchRLModule)
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        """The torch learner with the A3C loss and gradient privatization."""
+        from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_learner import (
+            LDPA3CTorchLearner,
+        )
+
+        return LDPA3CTorchLearner
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        """Checks PGC-A3C's settings; every message names the key."""
+        super().validate()
+        self.validate_ldp_settings()
+
+    def validate_ldp_settings(self) -> None:
+        """Checks every PGC-A3C setting, in this order, without Ray.
+
+        Raises:
+            PrivacyConfigError: For the first bad setting, naming its key.
+        """
+        self._validate_choices()
+        self._validate_counts_and_flags()
+        self._validate_fleet()
+        self._validate_mechanism_options()
+        self._validate_loss()
+        check_journal_dir(self.privacy_journal_dir)
+        if self.num_learners > 1:
+            raise PrivacyConfigError(
+                "config key 'num_learners' must be 0 or 1 for LDPA3C: the aggregator is one learner"
+            )
+        self._validate_count_exploration()
+        # Builds (and so validates) the mechanism once, before any Ray actor starts.
+        self.get_gradient_mechanism()
+        if self.seed is not None and self.is_private:
+            # Before Ray starts: a fixed seed outside tests would let anyone who knows it
+            # regenerate the gradient noise (a restarted runner still draws fresh noise).
+            warn_fixed_seed("seed (.debugging(seed=...))", secure_mode=self.privacy_secure_mode)
+
+    def _validate_choices(self) -> None:
+        """The named choices, ε against the mechanism, the framework and the clip."""
+        mechanism = self.privacy_mechanism
+        _check_choice("privacy_mechanism", mechanism, MECHANISM_NAMES)
+        _check_choice("agents_loss_reduction", self.agents_loss_reduction, ("sum", "mean"))
+        _check_choice("aggregator_optimizer", self.aggregator_optimizer, AGGREGATOR_OPTIMIZERS)
+        _check_choice("agents_action_selection", self.agents_action_selection, ACTION_SELECTIONS)
+        epsilon = _check_number("privacy_epsilon", self.privacy_epsilon, low=0.0, allow_inf=True)
+        if mechanism == "none" and math.isfinite(epsilon):
+            raise PrivacyConfigError(
+                f"config key 'privacy_epsilon' is {epsilon} but privacy_mechanism 'none' "
+                "releases raw gradients (epsilon = inf): set privacy_epsilon: .inf, or "
+                "privacy_mechanism: laplace or prs"
+            )
+        if self.framework_str != "torch":
+            raise PrivacyConfigError(
+                f"config key 'framework' must be 'torch' for LDPA3C, got {self.framework_str!r}"
+            )
+        if self.privacy_clip is not None:
+            _check_number("privacy_clip", self.privacy_clip, low=0.0)
+
+    def _validate_counts_and_flags(self) -> None:
+        """The integer counts, the true/false switches and the shuffling δ."""
+        for name in (
+            "agents_submissions_per_agent",
+            "aggregator_submissions_per_iteration",
+            "aggregator_submissions_per_request",
+            "agents_exploration_alpha_zero_at",
+            "agents_per_env_runner",
+            "agents_episodes_per_submission",
+        ):
+            _check_int(name, getattr(self, name), low=1)
+        _check_int("scoring_eval_episodes", self.scoring_eval_episodes, low=0)
+        for name in (
+            "privacy_zero_signal_control",
+            "agents_normalize_advantages",
+            "privacy_debias",
+            "privacy_secure_mode",
+        ):
+            if not isinstance(getattr(self, name), bool):
+                raise PrivacyConfigError(
+                    f"config key '{name}' must be true or false, got {getattr(self, name)!r}"
+                )
+        _check_number("privacy_shuffle_delta", self.privacy_shuffle_delta, low=0.0, high=1.0)
+
+    def _validate_mechanism_options(self) -> None:
+        """The policy-clip share, |B| and the PRS-only options."""
+        mechanism = self.privacy_mechanism
+        if self.privacy_policy_clip_share is not None:
+            _check_number(
+                "privacy_policy_clip_share", self.privacy_policy_clip_share, low=0.0, high=1.0
+            )
+        if self.aggregator_max_buffer is not None:
+            _check_int("aggregator_max_buffer", self.aggregator_max_buffer, low=1)
+        if self.privacy_reduced_dim is not None:
+            _check_int("privacy_reduced_dim", self.privacy_reduced_dim, low=1)
+            if mechanism != "prs":
+                raise PrivacyConfigError(
+                    "config key 'privacy_reduced_dim' only applies to privacy_mechanism "
+                    f"'prs', but privacy_mechanism is {mechanism!r}"
+                )
+        if self.privacy_debias and mechanism != "prs":
+            raise PrivacyConfigError(
+                "config key 'privacy_debias' only applies to privacy_mechanism 'prs', "
+                f"got {mechanism!r}"
+            )
+
+    def _validate_loss(self) -> None:
+        """The learning rate, the loss weights, the exploration schedule and Θ."""
+        if not isinstance(self.lr, list):  # a list is RLlib's schedule, checked by RLlib
+            _check_number("lr", self.lr, low=0.0)
+        _check_number("gamma", self.gamma, low=0.0, high=1.0, inclusive_low=True)
+        _check_number("vf_loss_coeff", self.vf_loss_coeff, low=0.0, inclusive_low=True)
+        _check_number("entropy_coeff", self.entropy_coeff, low=0.0, inclusive_low=True)
+        _check_number(
+            "agents_exploration_alpha",
+            self.agents_exploration_alpha,
+            low=0.0,
+            high=1.0,
+            inclusive_low=True,
+        )
+        _check_number("scoring_fst_target_score", self.scoring_fst_target_score, low=-math.inf)
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise PrivacyConfigError(
+            f"config key '{name}' must be one of {list(allowed)}, got {value!r}"
+        )
+
+
+def _check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float,
+    high: float = math.inf,
+    inclusive_low: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    # float("1e-5") works, but the string would stay in the config and reach the loss.
+    if isinstance(value, str | bytes):
+        raise PrivacyConfigError(f"config key '{name}' must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PrivacyConfigError(f"config key '{name}' must be a number, got {value!r}") from None
+    if isinstance(value, bool) or math.isnan(number) or (math.isinf(number) and not allow_inf):
+        raise PrivacyConfigError(f"config key '{name}' must be a finite number, got {value!r}")
+    too_low = number < low if inclusive_low else number <= low
+    if too_low or number > high:
+        bound = f"{'>=' if inclusive_low else '>'} {low}" + (
+            f" and <= {high}" if high < math.inf else ""
+        )
+        raise PrivacyConfigError(f"config key '{name}' must be {bound}, got {value!r}")
+    return number
+
+
+def _check_int(name: str, value: Any, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise PrivacyConfigError(f"config key '{name}' must be an integer >= {low}, got {value!r}")
+    return int(value)
