@@ -12,7 +12,7 @@ be shared with other jobs, so only same-run ratios are meaningful):
   reached the goal.
 * ``speed``: states hashed and counted per second for batches of 4k-64k states (SimHash
   k = 64 and 256 on 128-dim states, exact table and Count-Min sketch), all-distinct and
-  repeated (1,024 distinct states) batches, through our ``CountBasedBonus`` connector piece
+  repeated (1,024 distinct states) batches, through our ``AddCountBonusToRewards`` connector piece
   and through RLlib's ``CountBasedCuriosity`` example piece (a Python loop per state) on
   the same episodes; plus the pure hash+count throughput and, for Count-Min, the time of
   the sketch's six random table increments alone (its memory-access floor).
@@ -360,7 +360,7 @@ def run_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
     import gymnasium as gym
     from ray.rllib.examples.connectors.classes.count_based_curiosity import CountBasedCuriosity
 
-    from rllib_privacy.connectors import CountBasedBonus
+    from rllib_privacy.connectors import AddCountBonusToRewards
     from rllib_privacy.exploration import CountMinSketch
 
     space = gym.spaces.Box(-1.0, 1.0, (128,), np.float32)
@@ -385,7 +385,7 @@ def run_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
                     spec = {"num_bits": k, "counter": counter, "preprocessor": "none"}
 
                     def make(spec=spec) -> Any:
-                        return CountBasedBonus(space, None, spec=spec)
+                        return AddCountBonusToRewards(space, None, spec=spec)
 
                     def ours(piece: Any, eps=episodes) -> None:
                         piece.apply(eps)

@@ -40,8 +40,8 @@ _EXPORTS: dict[str, str] = {
     "ExplorationDQNConfig": "rllib_privacy.algorithms.count_exploration",
     "CountExplorationConfigMixin": "rllib_privacy.algorithms.count_exploration",
     # Connectors, learners and callbacks that plug into stock RLlib algorithms.
-    "KickstartTeacherConnector": "rllib_privacy.connectors",
-    "CountBasedBonus": "rllib_privacy.connectors",
+    "AddTeacherAnswersToBatch": "rllib_privacy.connectors",
+    "AddCountBonusToRewards": "rllib_privacy.connectors",
     "AddPATELabelsToBatch": "rllib_privacy.connectors",
     "LDPGradientPrivatizerMixin": "rllib_privacy.learners",
     "LDPPPOTorchLearner": "rllib_privacy.learners",
@@ -97,8 +97,8 @@ __all__ = [
     "ExplorationDQN",
     "ExplorationDQNConfig",
     "CountExplorationConfigMixin",
-    "KickstartTeacherConnector",
-    "CountBasedBonus",
+    "AddTeacherAnswersToBatch",
+    "AddCountBonusToRewards",
     "AddPATELabelsToBatch",
     "LDPGradientPrivatizerMixin",
     "LDPPPOTorchLearner",
@@ -180,9 +180,9 @@ if TYPE_CHECKING:  # Static type checkers and IDEs see the real names.
     from rllib_privacy.algorithms.pate_ppo import PATEPPO, PATEPPOConfig
     from rllib_privacy.callbacks import ILMMetricsCallback, PATELabelingCallback
     from rllib_privacy.connectors import (
+        AddCountBonusToRewards,
         AddPATELabelsToBatch,
-        CountBasedBonus,
-        KickstartTeacherConnector,
+        AddTeacherAnswersToBatch,
     )
     from rllib_privacy.errors import (
         BudgetExhaustedError,

@@ -1,11 +1,11 @@
 """ConnectorV2 pieces shipped with rllib_privacy (one piece per module)."""
 
-from rllib_privacy.connectors.count_bonus import CountBasedBonus, observation_info
+from rllib_privacy.connectors.count_bonus import AddCountBonusToRewards, observation_info
 from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
     TEACHER_MASK,
     TEACHER_POLICY,
-    KickstartTeacherConnector,
+    AddTeacherAnswersToBatch,
 )
 from rllib_privacy.connectors.pate_labels import (
     PATE_LABEL_MASK,
@@ -15,8 +15,8 @@ from rllib_privacy.connectors.pate_labels import (
 
 __all__ = [
     "AddPATELabelsToBatch",
-    "CountBasedBonus",
-    "KickstartTeacherConnector",
+    "AddCountBonusToRewards",
+    "AddTeacherAnswersToBatch",
     "PATE_LABELS",
     "PATE_LABEL_MASK",
     "TEACHER_K",

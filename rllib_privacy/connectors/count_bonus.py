@@ -28,7 +28,7 @@ from ray.rllib.utils.typing import EpisodeType
 from rllib_privacy.exploration import CountBasedExploration, ExplorationSpec, ObservationInfo
 from rllib_privacy.utils import metrics as keys
 
-__all__ = ["CountBasedBonus", "observation_info"]
+__all__ = ["AddCountBonusToRewards", "observation_info"]
 
 
 def observation_info(space: gym.Space) -> ObservationInfo:
@@ -54,7 +54,7 @@ def _with_own_rewards(episode: SingleAgentEpisode) -> SingleAgentEpisode:
     return clone
 
 
-class CountBasedBonus(ConnectorV2):
+class AddCountBonusToRewards(ConnectorV2):
     """Hashes, counts and adds the exploration bonus to every episode's rewards.
 
     One instance holds one global count table. PPO's learner inserts it (see
@@ -79,7 +79,7 @@ class CountBasedBonus(ConnectorV2):
     ) -> None:
         super().__init__(input_observation_space, input_action_space, **kwargs)
         if input_observation_space is None:
-            raise ValueError("CountBasedBonus needs the observation space to build its hash")
+            raise ValueError("AddCountBonusToRewards needs the observation space to build its hash")
         self.exploration = CountBasedExploration(
             ExplorationSpec.from_dict(spec), observation_info(input_observation_space)
         )

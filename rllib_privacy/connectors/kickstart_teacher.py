@@ -18,7 +18,7 @@ TEACHER_K = "kickstart_teacher_k"
 QUERY_RULES: tuple[str, ...] = ("all", "uncertain")
 
 
-class KickstartTeacherConnector(ConnectorV2):
+class AddTeacherAnswersToBatch(ConnectorV2):
     """Adds the teacher's privatized policy, a mask and k to the train batch.
 
     Runs in the Learner pipeline after RLlib's default pieces (the batch already holds

@@ -28,7 +28,7 @@ from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
     TEACHER_MASK,
     TEACHER_POLICY,
-    KickstartTeacherConnector,
+    AddTeacherAnswersToBatch,
 )
 from rllib_privacy.errors import PrivacyConfigError
 
@@ -135,7 +135,7 @@ class KickstartLossMixin:
 
     Put it before the learner class, e.g.
     ``class MyLearner(KickstartLossMixin, PPOTorchLearner)``. It appends a
-    ``KickstartTeacherConnector`` to the learner pipeline in ``build()``; the algorithm
+    ``AddTeacherAnswersToBatch`` to the learner pipeline in ``build()``; the algorithm
     attaches the teacher with ``set_kickstart_teacher``. The connector's counts are part
     of the Learner's state (RLlib does not checkpoint learner-connector state itself).
     Discrete (Categorical) action spaces only.
@@ -146,7 +146,7 @@ class KickstartLossMixin:
         """Builds the learner, then appends the teacher connector to its pipeline."""
         super().build()
         self.kickstart_settings = KickstartLossSettings.from_config(self.config)
-        self._kickstart_connector: KickstartTeacherConnector | None = None
+        self._kickstart_connector: AddTeacherAnswersToBatch | None = None
         if self._learner_connector is not None:
             module = next(iter(self.module._rl_modules.values()))
             if not hasattr(module.action_space, "n"):
@@ -154,7 +154,7 @@ class KickstartLossMixin:
                     f"kickstarting needs a Discrete action space, got {module.action_space}"
                 )
             self.kickstart_settings.check_num_actions(int(module.action_space.n))
-            self._kickstart_connector = KickstartTeacherConnector(
+            self._kickstart_connector = AddTeacherAnswersToBatch(
                 module_id=next(iter(self.module._rl_modules)),
                 num_actions=int(module.action_space.n),
                 query_rule=self.kickstart_settings.query_rule,

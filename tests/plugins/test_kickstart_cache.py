@@ -20,7 +20,7 @@ from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
     TEACHER_MASK,
     TEACHER_POLICY,
-    KickstartTeacherConnector,
+    AddTeacherAnswersToBatch,
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import KickstartLossSettings
@@ -304,7 +304,7 @@ def _batch(obs: np.ndarray) -> dict[str, Any]:
 
 
 def test_connector_keeps_a_partial_answer_row_by_row() -> None:
-    connector = KickstartTeacherConnector(num_actions=2)
+    connector = AddTeacherAnswersToBatch(num_actions=2)
     connector.set_teacher(_HalfTeacher())
     out = connector(rl_module=None, batch=_batch(_obs(6)), episodes=[])["default_policy"]
     np.testing.assert_array_equal(out[TEACHER_MASK].numpy(), [1, 0, 1, 0, 1, 0])
@@ -315,7 +315,7 @@ def test_connector_keeps_a_partial_answer_row_by_row() -> None:
 
 def test_uncertain_rule_asks_only_where_the_student_is_unsure() -> None:
     teacher = _HalfTeacher()
-    connector = KickstartTeacherConnector(
+    connector = AddTeacherAnswersToBatch(
         num_actions=2, query_rule="uncertain", query_confidence=0.9
     )
     connector.set_teacher(teacher)

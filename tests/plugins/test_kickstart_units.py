@@ -21,7 +21,7 @@ from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
     TEACHER_MASK,
     TEACHER_POLICY,
-    KickstartTeacherConnector,
+    AddTeacherAnswersToBatch,
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import (
@@ -289,7 +289,7 @@ def _batch(n: int, in_loss: np.ndarray) -> dict[str, Any]:
 
 def test_connector_asks_once_per_call_and_only_for_samples_in_the_loss() -> None:
     teacher = _CountingTeacher()
-    connector = KickstartTeacherConnector(num_actions=2)
+    connector = AddTeacherAnswersToBatch(num_actions=2)
     connector.set_teacher(teacher)
     in_loss = np.array([True, True, False, True, True, False])
     out = connector(rl_module=None, batch=_batch(6, in_loss), episodes=[])
@@ -303,14 +303,14 @@ def test_connector_asks_once_per_call_and_only_for_samples_in_the_loss() -> None
 
 
 def test_connector_masks_everything_when_refused_or_without_teacher() -> None:
-    connector = KickstartTeacherConnector(num_actions=2)
+    connector = AddTeacherAnswersToBatch(num_actions=2)
     out = connector(rl_module=None, batch=_batch(3, np.ones(3, bool)), episodes=[])
     assert out["default_policy"][TEACHER_MASK].sum() == 0
     connector.set_teacher(_CountingTeacher(answer=False))
     out = connector(rl_module=None, batch=_batch(3, np.ones(3, bool)), episodes=[])
     assert out["default_policy"][TEACHER_MASK].sum() == 0
     assert connector.get_state()["refused"] == 6
-    restored = KickstartTeacherConnector(num_actions=2)
+    restored = AddTeacherAnswersToBatch(num_actions=2)
     restored.set_state(connector.get_state())
     assert restored.get_state() == connector.get_state()
 

@@ -8,14 +8,14 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 
-from rllib_privacy.connectors.count_bonus import CountBasedBonus
+from rllib_privacy.connectors.count_bonus import AddCountBonusToRewards
 
 #: Learner state key of the count table (hash codes, counts, AE weights and pool).
 COMPONENT_COUNT_EXPLORATION = "count_exploration"
 
 
 class CountExplorationLearnerMixin:
-    """Prepends a :class:`CountBasedBonus` piece to the learner connector pipeline.
+    """Prepends a :class:`AddCountBonusToRewards` piece to the learner connector pipeline.
 
     The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
     ``config.count_exploration_config`` with the module's observation space. There is one
@@ -25,7 +25,7 @@ class CountExplorationLearnerMixin:
     with the learner (and thus the Algorithm).
     """
 
-    count_bonus: CountBasedBonus | None = None
+    count_bonus: AddCountBonusToRewards | None = None
 
     @override(Learner)
     def build(self) -> None:
@@ -35,7 +35,9 @@ class CountExplorationLearnerMixin:
         if spec is None or self._learner_connector is None:  # type: ignore[attr-defined]
             return
         module = self.module[DEFAULT_MODULE_ID]  # type: ignore[attr-defined]
-        self.count_bonus = CountBasedBonus(module.observation_space, module.action_space, spec=spec)
+        self.count_bonus = AddCountBonusToRewards(
+            module.observation_space, module.action_space, spec=spec
+        )
         self._learner_connector.prepend(self.count_bonus)  # type: ignore[attr-defined]
 
     @override(Learner)

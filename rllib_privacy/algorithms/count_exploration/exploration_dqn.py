@@ -25,7 +25,7 @@ from rllib_privacy.algorithms.count_exploration.count_exploration_config import 
 from rllib_privacy.algorithms.count_exploration.count_exploration_learner import (
     COMPONENT_COUNT_EXPLORATION,
 )
-from rllib_privacy.connectors.count_bonus import CountBasedBonus
+from rllib_privacy.connectors.count_bonus import AddCountBonusToRewards
 
 
 class ExplorationDQNConfig(CountExplorationConfigMixin, DQNConfig):
@@ -50,7 +50,7 @@ def _module_spaces(learner: Any) -> tuple[Any, Any]:
 class ExplorationDQN(CountExplorationAlgorithmMixin, DQN):
     """DQN with the bonus added once per collected transition (not per replay)."""
 
-    count_bonus: CountBasedBonus
+    count_bonus: AddCountBonusToRewards
 
     @classmethod
     @override(DQN)
@@ -64,7 +64,7 @@ class ExplorationDQN(CountExplorationAlgorithmMixin, DQN):
         super().setup(config)
         results = self.learner_group.foreach_learner(_module_spaces)
         observation_space, action_space = next(iter(results)).get()
-        self.count_bonus = CountBasedBonus(
+        self.count_bonus = AddCountBonusToRewards(
             observation_space, action_space, spec=config.get_exploration_spec()
         )
         store = self.local_replay_buffer.add
