@@ -185,7 +185,7 @@ def train_teachers(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
+    from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 
     sets = teacher_gravities(args.teachers, *args.gravity_range)
     space = _base_space(None)

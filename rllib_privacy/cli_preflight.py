@@ -146,7 +146,7 @@ def check_pate_teachers(experiments: Sequence[Any]) -> None:
         for key in PATE_TEACHER_KEYS:
             if config.get(key) is None:
                 continue
-            from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
+            from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 
             for value in _literal_values(config[key]):
                 try:

@@ -32,7 +32,7 @@ from rllib_privacy.mechanisms import (
     noisy_max,
     plurality,
 )
-from rllib_privacy.pate.teachers import TeacherEnsemble
+from rllib_privacy.pate.ensemble import TeacherEnsemble
 from rllib_privacy.teachers.journaling import same_node_strategy
 
 __all__ = ["JOURNAL_COMPONENT", "UNLABELED", "PATELabeler", "create_labeler_actor"]

@@ -234,7 +234,7 @@ def test_shipped_pate_yamls_run_one_iteration(teachers: list[str], tmp_path: Pat
 def test_missing_teachers_pass_validation_and_fail_at_run_time(tmp_path: Path) -> None:
     """Validation passes (``--dry-run`` of every shipped YAML is in test_cli_run); the run
     resolves the teachers and names the key."""
-    from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
+    from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 
     config = PATEPPOConfig().environment("rllib_privacy/CartPoleGravity-v0")
     config.update_from_dict({"teacher_checkpoints": str(tmp_path / "none")})

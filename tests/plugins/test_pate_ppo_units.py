@@ -17,12 +17,12 @@ from rllib_privacy.accounting import PATELedger
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
 from rllib_privacy.callbacks import select_query_states
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.pate.labeler import UNLABELED, PATELabeler
-from rllib_privacy.pate.teachers import (
+from rllib_privacy.pate.ensemble import (
     MODULE_SUBPATH,
     TeacherEnsemble,
     resolve_teacher_checkpoints,
 )
+from rllib_privacy.pate.labeler import UNLABELED, PATELabeler
 
 ENV = gym.make("rllib_privacy/CartPoleGravity-v0")
 

@@ -22,10 +22,8 @@ from rllib_privacy.algorithms.count_exploration.count_exploration_config import 
     CountExplorationAlgorithmMixin,
     CountExplorationConfigMixin,
 )
-from rllib_privacy.algorithms.count_exploration.count_exploration_learner import (
-    COMPONENT_COUNT_EXPLORATION,
-)
 from rllib_privacy.connectors.count_bonus import AddCountBonusToRewards
+from rllib_privacy.learners.count_exploration import COMPONENT_COUNT_EXPLORATION
 
 
 class ExplorationDQNConfig(CountExplorationConfigMixin, DQNConfig):

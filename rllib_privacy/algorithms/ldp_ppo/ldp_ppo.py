@@ -176,9 +176,9 @@ class LDPPPOConfig(GroupedConfigMixin, StrictConfigMixin, PPOConfig):
     @override(PPOConfig)
     def get_default_learner_class(self) -> type[Learner]:
         """PPO's torch learner with LDP gradient noise."""
-        from rllib_privacy.algorithms.ldp_ppo.torch.ldp_ppo_torch_learner import (
-            LDPPPOTorchLearner,
-        )
+        # It lives in learners/, not in a torch/ subpackage here: stock PPO uses it too
+        # (`learner_class=LDPPPOTorchLearner`), and its checkpoints pickle that path.
+        from rllib_privacy.learners.ldp_ppo import LDPPPOTorchLearner
 
         return LDPPPOTorchLearner
 

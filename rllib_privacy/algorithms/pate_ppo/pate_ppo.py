@@ -41,8 +41,8 @@ from rllib_privacy.callbacks.pate_labeling import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
+from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
-from rllib_privacy.pate.teachers import resolve_teacher_checkpoints
 from rllib_privacy.teachers.journaling import (
     algorithm_journal_path,
     check_journal_dir,

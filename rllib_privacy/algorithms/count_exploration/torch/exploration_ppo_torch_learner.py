@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 
-from rllib_privacy.algorithms.count_exploration.count_exploration_learner import (
-    CountExplorationLearnerMixin,
-)
+from rllib_privacy.learners.count_exploration import CountExplorationLearnerMixin
 
 
 class ExplorationPPOTorchLearner(CountExplorationLearnerMixin, PPOTorchLearner):

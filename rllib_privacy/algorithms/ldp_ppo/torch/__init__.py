@@ -1,1 +1,0 @@
-"""Torch learner of LDPPPO."""
