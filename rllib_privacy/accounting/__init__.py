@@ -8,7 +8,8 @@ every journaled component uses the one write-ahead journal, :class:`ReplayJourna
 Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_renyi`: one release's RDP curve, exact for
 two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
 
-Also PATE's moments accountant and its budgeted query ledger (:mod:`.pate`), the Rényi-DP
+Also PATE's moments accountant (:mod:`.pate_moments`) and its budgeted query ledger
+(:mod:`.pate_ledger`), the Rényi-DP
 analysis of PATE 2018 (:mod:`.gnmax`: GNMax, Confident-GNMax, smooth-sensitivity release of the
 data-dependent ε; :func:`gnmax_rdp` is one answer's data-dependent bound), and privacy
 amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
@@ -61,9 +62,9 @@ from rllib_privacy.accounting.journal import (
 )
 from rllib_privacy.accounting.ldp_ledger import LDPLedger, per_submission_epsilon
 from rllib_privacy.accounting.ledger import Ledger
-from rllib_privacy.accounting.pate import (
+from rllib_privacy.accounting.pate_ledger import PATELedger
+from rllib_privacy.accounting.pate_moments import (
     PATEEpsilon,
-    PATELedger,
     advanced_composition_epsilon,
     data_dependent_log_moments,
     data_independent_log_moments,

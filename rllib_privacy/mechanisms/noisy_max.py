@@ -101,7 +101,7 @@ def noisy_max(
 
     Privacy: changing one teacher's vote moves at most two counts by 1, so the noisy
     argmax is ``(2γ, 0)``-DP per query (report-noisy-max argument, Dwork & Roth 2014).
-    Use :mod:`rllib_privacy.accounting.pate` to compose many queries.
+    Use [pate_moments][rllib_privacy.accounting.pate_moments] to compose many queries.
 
     Secure mode: the counts get OpenDP's exact Laplace noise on the float domain
     (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`, lattice ``2^-1074``,

@@ -31,7 +31,7 @@ from rllib_privacy.accounting.gnmax import (
     threshold_log_pr_answered,
     threshold_rdp,
 )
-from rllib_privacy.accounting.pate import data_dependent_log_moments, lemma4_q
+from rllib_privacy.accounting.pate_moments import data_dependent_log_moments, lemma4_q
 
 FIXTURES = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "pate_2018.json").read_text()

@@ -217,7 +217,7 @@ def test_gnmax_epsilon_matches_dp_accountings_gaussian_rdp(sigma: float, queries
 
 def test_lemma4_in_log_space_keeps_a_clear_majority_positive() -> None:
     """Votes [22, 2] at γ = 2: q ≈ 4.5e-17 (Σ terms − 1/2 rounds it to 0) and α(8) ≈ 3.5e-3."""
-    from rllib_privacy.accounting.pate import lemma4_log_q, lemma4_q
+    from rllib_privacy.accounting.pate_moments import lemma4_log_q, lemma4_q
 
     by_hand = (2 + 40.0) / (4 * math.exp(40.0))
     assert float(lemma4_q([22, 2], gamma=2.0)) == pytest.approx(by_hand, rel=1e-12)

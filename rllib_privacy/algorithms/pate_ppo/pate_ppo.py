@@ -32,7 +32,7 @@ from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
 from rllib_privacy.accounting import PATELedger
-from rllib_privacy.accounting.pate import AGGREGATORS, BUDGET_BASES
+from rllib_privacy.accounting.pate_ledger import AGGREGATORS, BUDGET_BASES
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.callbacks.pate_labeling import (
     LABELER_ATTR,
