@@ -153,7 +153,7 @@ def policy_point(module: Any, env: Any) -> dict[str, Any]:
     """The greedy policy's assignment, before and after the repair step."""
     from rllib_privacy.accounting.ilm_scales import repair_scales
     from rllib_privacy.accounting.pdp import instance_privacy_losses
-    from rllib_privacy.ilm_evaluate import greedy_scales
+    from rllib_privacy.cli.ilm_evaluate import greedy_scales
     from rllib_privacy.mechanisms.instance_laplace import kl_divergence, privatized_pmf
 
     scales = greedy_scales(module, env)

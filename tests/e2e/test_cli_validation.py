@@ -12,7 +12,8 @@ import pytest
 import yaml
 from ray.rllib.algorithms.ppo import PPO, PPOConfig
 
-from rllib_privacy.cli import _trial_counts, rllib_main, tools_main
+from rllib_privacy.cli import rllib_main, tools_main
+from rllib_privacy.cli.summary import trial_counts
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
 from rllib_privacy.experiments import Overrides, deep_merge, load_experiments
 
@@ -542,7 +543,7 @@ def test_trial_counts_use_the_done_flag():
         FakeResult({}),
         FakeResult({}, error=RuntimeError("boom")),
     ]
-    assert _trial_counts(grid) == (1, 1, 2)
+    assert trial_counts(grid) == (1, 1, 2)
 
 
 @pytest.mark.parametrize(

@@ -182,7 +182,7 @@ def _train(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
 
 
 def test_relative_teacher_paths_follow_the_storage_path(tmp_path: Path) -> None:
-    from rllib_privacy.cli_preflight import resolve_teacher_path, resolve_teacher_paths
+    from rllib_privacy.cli.preflight import resolve_teacher_path, resolve_teacher_paths
 
     storage = str(tmp_path / "runs")
     assert resolve_teacher_path("teacher", storage) == f"{storage}/teacher"
@@ -340,7 +340,7 @@ def test_known_scheduler_metrics_are_accepted(capsys: pytest.CaptureFixture) -> 
     for metric in ("env_runners/episode_return_mean", "score_mean", "privacy/epsilon_spent"):
         code, _, err = _ldp_a3c_with_asha(capsys, {"metric": metric, "mode": "max"}, "--dry-run")
         assert code == 0, err
-    from rllib_privacy.cli_preflight import check_scheduler_metric
+    from rllib_privacy.cli.preflight import check_scheduler_metric
 
     notices = check_scheduler_metric({"metric": "custom/my_metric", "mode": "min"}, [])
     assert notices and "custom/my_metric" in notices[0]
@@ -362,7 +362,7 @@ def test_resume_with_nothing_saved_is_an_error_naming_the_folder(
 def test_resume_starts_only_the_experiments_never_saved() -> None:
     from types import SimpleNamespace
 
-    from rllib_privacy.cli_preflight import check_resume
+    from rllib_privacy.cli.preflight import check_resume
 
     first = SimpleNamespace(name="a", path="/r/a")
     second = SimpleNamespace(name="b", path="/r/b")
@@ -382,8 +382,7 @@ def test_ilm_evaluate_uses_the_bundled_dataset_without_data(
     import numpy as np
     from ray.rllib.algorithms.dqn import DQNConfig
 
-    from rllib_privacy import ilm_evaluate
-    from rllib_privacy.cli import tools_main
+    from rllib_privacy.cli import ilm_evaluate, tools_main
     from rllib_privacy.envs.instance_laplace import BUNDLED_DATASETS
 
     assert ilm_evaluate.BUNDLED_DATASET_NAMES == tuple(BUNDLED_DATASETS)
@@ -444,7 +443,7 @@ def test_summary_shows_ilm_and_exploration_headline_metrics(
 ) -> None:
     from types import SimpleNamespace
 
-    from rllib_privacy import cli
+    from rllib_privacy.cli import summary
 
     metrics = {
         "training_iteration": 3,
@@ -456,7 +455,7 @@ def test_summary_shows_ilm_and_exploration_headline_metrics(
     }
     result = SimpleNamespace(metrics=metrics, error=None, path="/r/exp/trial_0", checkpoint=None)
     exp = SimpleNamespace(name="exp", path="/r/exp")
-    assert cli._print_summary(cli._Outcome(exp, grid=[result])) is False
+    assert summary.print_summary(summary.Outcome(exp, grid=[result])) is False
     out = capsys.readouterr().out
     for shown in (
         "ilm/kl_ratio=0.5",  # The top-level copy, not the EnvRunner one.
@@ -474,7 +473,7 @@ def test_run_ends_with_the_largest_privacy_spend_of_each_experiment(
 ) -> None:
     from types import SimpleNamespace
 
-    from rllib_privacy import cli
+    from rllib_privacy.cli import summary
 
     def result(epsilon: float | None, ret: float) -> SimpleNamespace:
         metrics: dict = {"env_runners": {"episode_return_mean": ret}, "done": True}
@@ -485,11 +484,11 @@ def test_run_ends_with_the_largest_privacy_spend_of_each_experiment(
     private = SimpleNamespace(name="kick", path="/r/kick")
     public = SimpleNamespace(name="ppo", path="/r/ppo")
     outcomes = [
-        cli._Outcome(private, grid=[result(970.8, 500.0), result(12.5, 20.0)]),
-        cli._Outcome(public, grid=[result(None, 100.0)]),
+        summary.Outcome(private, grid=[result(970.8, 500.0), result(12.5, 20.0)]),
+        summary.Outcome(public, grid=[result(None, 100.0)]),
     ]
     args = SimpleNamespace(storage_path=None)
-    assert cli._report(outcomes, SimpleNamespace(path="x.yaml"), args) == cli.EXIT_OK
+    assert summary.report(outcomes, SimpleNamespace(path="x.yaml"), args) == summary.EXIT_OK
     lines = capsys.readouterr().out.strip().splitlines()
     # The most expensive trial, not the best-returning one, and only private experiments.
     assert lines[-1] == "privacy: 'kick' spent ε = 970.8 at δ = 1e-05 (largest of 2 trials)"

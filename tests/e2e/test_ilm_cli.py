@@ -193,7 +193,7 @@ def test_bad_env_config_is_named_before_ray_starts(
 
 
 def test_actions_option_is_parsed() -> None:
-    from rllib_privacy.ilm_evaluate import parse_actions
+    from rllib_privacy.cli.ilm_evaluate import parse_actions
 
     assert parse_actions(None) is None
     assert parse_actions("geometric:12") == "geometric:12"
@@ -203,8 +203,8 @@ def test_actions_option_is_parsed() -> None:
 def test_trained_settings_come_from_the_options_then_the_checkpoint() -> None:
     import argparse
 
+    from rllib_privacy.cli.ilm_evaluate import resolve_trained_settings
     from rllib_privacy.errors import PrivacyConfigError
-    from rllib_privacy.ilm_evaluate import resolve_trained_settings
 
     def options(**values: object) -> argparse.Namespace:
         return argparse.Namespace(

@@ -385,7 +385,7 @@ class _ArgminModule:
 def test_ilm_evaluate_rolls_out_an_improve_policy_and_refuses_the_wrong_formulation(
     tmp_path: Path,
 ) -> None:
-    from rllib_privacy.ilm_evaluate import evaluate
+    from rllib_privacy.cli.ilm_evaluate import evaluate
 
     path = _csv(tmp_path, "x\n" + "".join(f"{v}\n" for v in IMPROVE_VALUES))
     config = {"data_path": path, "epsilon": 1.0, "formulation": "improve", "passes": 2}

@@ -4,15 +4,16 @@ Restores the RLModule of a checkpoint written by ``rllib train -f tuned_configs/
 (``RLModule.from_checkpoint``; no Algorithm, no Ray cluster), assigns a scale to every
 instance of the data greedily (dataset order), and reports:
 
-- every instance's exact pDP loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`)
-  under the policy's scales against ε, and the number of violations;
+- every instance's exact pDP loss
+  ([rllib_privacy.accounting.pdp.instance_privacy_losses][]) under the policy's scales
+  against ε, and the number of violations;
 - the released assignment: the policy's scales after the repair step
-  (:func:`rllib_privacy.accounting.ilm_scales.repair_scales`, which widens scales until
-  every instance is within ε) and how many instances it widened;
+  ([rllib_privacy.accounting.ilm_scales.repair_scales][], which widens scales until every
+  instance is within ε) and how many instances it widened;
 - KL(data ‖ output) for the policy's scales before and after the repair, for uniform
   Laplace at Δf/ε, for the best single scale of the action set that satisfies pDP for
   every instance, and for the greedy per-instance assignment over the action set
-  (:func:`rllib_privacy.accounting.ilm_scales.greedy_scales`), with the ratios to uniform
+  ([rllib_privacy.accounting.ilm_scales.greedy_scales][]), with the ratios to uniform
   Laplace;
 - the chosen-scale histogram,
 

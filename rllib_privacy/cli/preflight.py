@@ -11,8 +11,8 @@
   ``min`` or ``max``.
 * ``--resume`` must find something saved.
 
-Every problem is a :class:`~rllib_privacy.errors.PrivacyConfigError` naming the key, the
-value and what is allowed.
+Every problem is a [`PrivacyConfigError`][rllib_privacy.errors.PrivacyConfigError] naming
+the key, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PATE_TEACHER_KEYS = ("pate_teacher_checkpoints", "teacher_checkpoints")
 DEFAULT_STORAGE_PATH = "~/ray_results"
 
 #: Nested result keys every RLlib algorithm on the new API stack reports (besides the
-#: top-level ones of :data:`rllib_privacy.experiments.TOP_LEVEL_RESULT_KEYS`).
+#: top-level ones of ``rllib_privacy.experiments.TOP_LEVEL_RESULT_KEYS``).
 COMMON_RESULT_KEYS = (
     "env_runners/episode_return_mean",
     "env_runners/episode_return_max",
@@ -60,7 +60,7 @@ def storage_root(spec: Mapping[str, Any], storage_override: str | None) -> str:
 def resolve_teacher_path(value: Any, storage: str) -> Any:
     """Apply the storage-path rule of the module docstring to one teacher path value.
 
-    Non-string values (and grid searches) are handled by :func:`resolve_teacher_paths`;
+    Non-string values (and grid searches) are handled by `resolve_teacher_paths`;
     anything else is returned unchanged for the config class to reject.
     """
     if not isinstance(value, str) or not value or "://" in storage:

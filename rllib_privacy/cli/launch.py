@@ -1,0 +1,141 @@
+"""Running the validated experiments of ``rllib train``: Ray, then one Tuner each."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from rllib_privacy.cli.common import EXIT_TRIAL_ERROR, EXIT_USAGE, logger
+from rllib_privacy.cli.scheduler import SchedulerSpec
+from rllib_privacy.cli.summary import Outcome, report, trial_counts
+
+if TYPE_CHECKING:
+    from rllib_privacy import experiments as exps
+
+
+def run_experiments(
+    experiment_file: exps.ExperimentFile,
+    args: argparse.Namespace,
+    scheduler: SchedulerSpec | None,
+) -> int:
+    """Start or join Ray, run each experiment with Tune and report the outcomes.
+
+    Args:
+        experiment_file: The validated experiments.
+        args: The parsed ``rllib train`` arguments.
+        scheduler: The checked ``--scheduler``, or None.
+
+    Returns:
+        The exit code (see [rllib_privacy.cli.common][]).
+    """
+    import ray
+
+    from rllib_privacy import experiments as exps
+
+    exps.register_class_path_envs(experiment_file.experiments)
+    try:
+        ray.init(
+            address=args.ray_address,
+            num_cpus=args.ray_num_cpus,
+            num_gpus=args.ray_num_gpus,
+            include_dashboard=False,
+            log_to_driver=args.verbose >= 1,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        print(f"error: cannot start or join Ray: {e}", file=sys.stderr)
+        return EXIT_TRIAL_ERROR
+    try:
+        has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+        if args.ray_address is None:
+            # A local cluster never grows: a trial asking for more than it has would wait
+            # in PENDING forever.
+            for exp in experiment_file.experiments:
+                problem = unschedulable(exp, has_gpus, ray.cluster_resources())
+                if problem:
+                    print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
+                    return EXIT_USAGE
+        outcomes = []
+        for exp in experiment_file.experiments:
+            outcomes.append(run_experiment(exp, has_gpus, args, scheduler))
+            if outcomes[-1].interrupted:
+                break
+    finally:
+        ray.shutdown()
+    return report(outcomes, experiment_file, args)
+
+
+def unschedulable(exp: exps.Experiment, has_gpus: bool, cluster: dict[str, float]) -> str:
+    """Why a trial of ``exp`` can never start on ``cluster`` ("" if every one can)."""
+    import copy
+    import itertools
+
+    from ray.tune.registry import get_trainable_cls
+    from ray.tune.search.variant_generator import generate_variants
+
+    from rllib_privacy import experiments as exps
+
+    algo_cls = get_trainable_cls(exp.run)
+    variants = generate_variants(copy.deepcopy(exp.config_for(has_gpus)))
+    for _, variant in itertools.islice(variants, exps.MAX_VALIDATED_VARIANTS):
+        needed = algo_cls.default_resource_request(variant).required_resources
+        for resource, option in (("CPU", "--ray-num-cpus"), ("GPU", "--ray-num-gpus")):
+            if needed.get(resource, 0) > cluster.get(resource, 0) + 1e-9:
+                return (
+                    f"experiment {exp.name!r}: one trial needs {needed[resource]:g} "
+                    f"{resource}s (the algorithm, its EnvRunners and Learners), but this Ray "
+                    f"cluster has {cluster.get(resource, 0):g}; lower num_env_runners / "
+                    f"num_learners / num_gpus_per_learner, or raise {option}"
+                )
+    return ""
+
+
+def run_experiment(
+    exp: exps.Experiment,
+    has_gpus: bool,
+    args: argparse.Namespace,
+    scheduler: SchedulerSpec | None,
+) -> Outcome:
+    """Run (or with ``--resume`` restore) one experiment with a Tuner.
+
+    Args:
+        exp: The experiment.
+        has_gpus: Whether the cluster has GPUs (``gpu_config`` is merged then).
+        args: The parsed ``rllib train`` arguments.
+        scheduler: The checked ``--scheduler``, or None.
+
+    Returns:
+        Its outcome; interrupted if Ctrl-C stopped it.
+    """
+    from ray import tune
+
+    from rllib_privacy.utils.progress import progress_callback
+
+    # With --resume, an experiment with nothing saved was reported before Ray started.
+    if args.resume and tune.Tuner.can_restore(exp.path):
+        logger.info("resuming experiment %r from %s", exp.name, exp.path)
+        tuner = tune.Tuner.restore(
+            exp.path, trainable=exp.run, resume_unfinished=True, resume_errored=True
+        )
+    else:
+        tuner = tune.Tuner(
+            exp.run,
+            param_space=exp.config_for(has_gpus),
+            tune_config=tune.TuneConfig(
+                num_samples=exp.num_samples,
+                scheduler=scheduler.create() if scheduler else None,
+            ),
+            run_config=tune.RunConfig(
+                name=exp.name,
+                storage_path=exp.storage_path,
+                stop=exp.stop,
+                checkpoint_config=tune.CheckpointConfig(**exp.checkpoint_config),
+                verbose=min(1 + args.verbose, 3),
+                callbacks=[progress_callback()],
+            ),
+        )
+    try:
+        grid = tuner.fit()
+    except KeyboardInterrupt:  # A second Ctrl-C skips Tune's graceful shutdown.
+        return Outcome(exp, interrupted=True)
+    return Outcome(exp, grid, interrupted=trial_counts(grid)[2] > 0)

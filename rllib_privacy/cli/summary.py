@@ -1,0 +1,198 @@
+"""What ``rllib train`` prints after Tune returns: one summary per experiment, then ε.
+
+Each experiment gets its trial counts, errored trials, the best trial's headline metrics
+and checkpoint; the run's last lines are the privacy each experiment spent (the largest
+over its trials) and, after a Ctrl-C, the command that resumes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rllib_privacy.cli.common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TRIAL_ERROR
+from rllib_privacy.utils import metrics as metric_keys
+
+if TYPE_CHECKING:
+    from rllib_privacy import experiments as exps
+
+#: The metric by which the summary picks the best trial (maximized).
+BEST_TRIAL_METRIC = "env_runners/episode_return_mean"
+
+
+#: Result keys shown for the best trial in the summary, when present.
+HEADLINE_METRICS = (
+    "training_iteration",
+    "num_env_steps_sampled_lifetime",
+    "env_runners/episode_return_mean",
+    "evaluation/env_runners/episode_return_mean",
+    metric_keys.PRIVACY_EPSILON_SPENT,
+    metric_keys.PRIVACY_DELTA_SPENT,
+    metric_keys.PRIVACY_EPSILON_SHUFFLED,
+    metric_keys.LDP_SOLVED_AT,
+    metric_keys.LDP_EVAL_RETURN_MEAN,
+    metric_keys.KICKSTART_TEACHER_STOPPED_AT,
+    metric_keys.PATE_QUERIES,
+    metric_keys.PATE_EPSILON,
+    # Instance-wise Laplace (ILMMetricsCallback): KL against uniform Laplace and pDP.
+    metric_keys.ILM_KL_RATIO,
+    metric_keys.ILM_PDP_VIOLATIONS,
+    metric_keys.ILM_PDP_PASS_RATE,
+    # Count-based exploration: the return without bonus is the performance.
+    metric_keys.EXPLORATION_EXTRINSIC_RETURN_MEAN,
+    metric_keys.EXPLORATION_UNIQUE_CODES,
+    metric_keys.EXPLORATION_BONUS_MEAN,
+    "time_total_s",
+)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What became of one experiment.
+
+    Attributes:
+        experiment: The experiment.
+        grid: Tune's ``ResultGrid``; None when interrupted before it returned.
+        interrupted: Whether Ctrl-C stopped it (some trial did not finish).
+    """
+
+    experiment: exps.Experiment
+    grid: Any = None
+    interrupted: bool = False
+
+
+def trial_counts(grid: Any) -> tuple[int, int, int]:
+    """Count (finished, errored, unfinished) trials of a ResultGrid.
+
+    Tune marks the trials it stops on Ctrl-C as TERMINATED in the returned grid (the
+    saved experiment state still says RUNNING, so that they resume); only a trial that
+    met its stop criteria has ``done`` set in its last result.
+    """
+    errored = sum(1 for result in grid if result.error is not None)
+    finished = sum(1 for r in grid if r.error is None and (r.metrics or {}).get("done"))
+    return finished, errored, len(grid) - finished - errored
+
+
+def report(
+    outcomes: list[Outcome], experiment_file: exps.ExperimentFile, args: argparse.Namespace
+) -> int:
+    """Print every experiment's summary, then the privacy lines and how to resume.
+
+    Args:
+        outcomes: One per experiment that ran.
+        experiment_file: The experiments' file.
+        args: The parsed ``rllib train`` arguments (``storage_path`` is used).
+
+    Returns:
+        The exit code: interrupted, a trial errored, or success.
+    """
+    errored = False
+    for outcome in outcomes:
+        errored |= print_summary(outcome)
+    privacy = [line for outcome in outcomes if (line := privacy_line(outcome))]
+    if privacy:
+        # Last, so that the privacy spent is the run's last word (and what `tail -1` shows).
+        print("\n" + "\n".join(privacy))
+    if outcomes and outcomes[-1].interrupted:
+        command = ["rllib", "train", "-f", experiment_file.path, "--resume"]
+        if args.storage_path:
+            command += ["--storage-path", args.storage_path]
+        print(
+            "\nInterrupted; Tune saved the experiment state. Resume with:\n  "
+            + shlex.join(command)
+            + "\n(trials continue from their latest checkpoint; "
+            "checkpoint_config.checkpoint_frequency sets how often one is written)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_TRIAL_ERROR if errored else EXIT_OK
+
+
+def print_summary(outcome: Outcome) -> bool:
+    """Print one experiment's summary; return whether any of its trials errored."""
+    exp, grid = outcome.experiment, outcome.grid
+    print(f"\nExperiment {exp.name!r}: {exp.path}")
+    if grid is None:
+        print("  interrupted before Tune returned its results")
+        return False
+    finished, errored, unfinished = trial_counts(grid)
+    print(f"  trials: {finished} finished, {errored} errored, {unfinished} unfinished")
+    for result in grid:
+        if result.error is not None:
+            print(f"  errored: {result.path}: {last_line(result.error)} (see error.txt there)")
+    best = best_result(grid)
+    if best is not None:
+        values = headline_values(best.metrics)
+        shown = ", ".join(f"{k}={format_number(v)}" for k, v in values.items())
+        print(f"  best trial: {os.path.basename(best.path)}" + (f": {shown}" if shown else ""))
+        if best.checkpoint is not None:
+            print(f"  checkpoint: {best.checkpoint.path}")
+    print(f"  tensorboard --logdir {shlex.quote(exp.path)}")
+    return errored > 0
+
+
+def privacy_line(outcome: Outcome) -> str | None:
+    """``privacy: '<exp>' spent ε = … at δ = …``, the largest over its trials, or None.
+
+    The largest, not the best trial's: a sweep's privacy cost is that of its most
+    expensive trial (each trial's spend is its own ledger's).
+    """
+    from ray.tune.utils import flatten_dict
+
+    spent = []
+    for result in outcome.grid or []:
+        flat = flatten_dict(result.metrics or {}, delimiter="/")
+        epsilon = flat.get(metric_keys.PRIVACY_EPSILON_SPENT)
+        if isinstance(epsilon, int | float) and not isinstance(epsilon, bool):
+            spent.append((float(epsilon), flat.get(metric_keys.PRIVACY_DELTA_SPENT)))
+    if not spent:
+        return None
+    epsilon, delta = max(spent, key=lambda pair: pair[0])
+    at_delta = f" at δ = {format_number(float(delta))}" if isinstance(delta, int | float) else ""
+    trials = f" (largest of {len(spent)} trials)" if len(spent) > 1 else ""
+    return (
+        f"privacy: {outcome.experiment.name!r} spent ε = {format_number(epsilon)}{at_delta}{trials}"
+    )
+
+
+def best_result(grid: Any) -> Any:
+    """Pick the result with the highest BEST_TRIAL_METRIC, else the first with metrics."""
+    from ray.tune.utils import flatten_dict
+
+    with_metrics = [r for r in grid if r.metrics and r.error is None]
+    scored = [
+        (flatten_dict(r.metrics, delimiter="/").get(BEST_TRIAL_METRIC), r) for r in with_metrics
+    ]
+    scored = [(v, r) for v, r in scored if isinstance(v, int | float) and v == v]
+    if scored:
+        return max(scored, key=lambda pair: pair[0])[1]
+    return with_metrics[0] if with_metrics else None
+
+
+def headline_values(result_metrics: dict[str, Any]) -> dict[str, Any]:
+    """The ``HEADLINE_METRICS`` a result has (the shortest matching nested key of each)."""
+    from ray.tune.utils import flatten_dict
+
+    flat = flatten_dict(result_metrics, delimiter="/")
+    values = {}
+    for key in HEADLINE_METRICS:
+        matches = [k for k in flat if k == key or k.endswith("/" + key)]
+        if matches and isinstance(flat[min(matches, key=len)], int | float):
+            values[key] = flat[min(matches, key=len)]
+    return values
+
+
+def last_line(error: BaseException) -> str:
+    """The last non-empty line of an error's text, at most 200 characters."""
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    text = lines[-1].strip() if lines else type(error).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def format_number(value: float) -> str:
+    """Four significant digits for a float, anything else as is."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
