@@ -20,7 +20,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Public name -> the subpackage that defines or re-exports it.
 _EXPORTS: dict[str, str] = {
