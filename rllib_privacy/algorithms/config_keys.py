@@ -8,9 +8,10 @@ sets ``config.privacy_epsilon``, which is also the flat YAML ``config:`` key, an
 at a key tells which method documents it. RLlib's own keys (``lr``, ``gamma``,
 ``vf_loss_coeff``, ...) keep their names and methods.
 
-Keys renamed by this rule still work: ``update_from_dict`` (YAML ``config:``), attribute
-assignment, the old ``.training(...)`` keywords and configs restored from old checkpoints
-translate an old name to its new one, with one DeprecationWarning naming both.
+Keys renamed by this rule still work while they are deprecated (docs/versioning.md: one
+minor version): ``update_from_dict`` (YAML ``config:``) and the old ``.training(...)``
+keywords translate an old name to its new one, with one DeprecationWarning naming both, and
+configs restored from old checkpoints get the new names. An old name is not an attribute.
 """
 
 from __future__ import annotations
@@ -169,21 +170,6 @@ class GroupedConfigMixin:
             setattr(self, new, kwargs.pop(name))
         return super().training(**kwargs)  # type: ignore[misc]
 
-    def __setattr__(self, key: str, value: Any) -> None:
-        new = type(self).LEGACY_CONFIG_KEYS.get(key)
-        if new is not None:
-            type(self)._warn_renamed(key, new)
-            key = new
-        super().__setattr__(key, value)
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: an old attribute name still reads.
-        new = type(self).LEGACY_CONFIG_KEYS.get(name)
-        if new is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        type(self)._warn_renamed(name, new)
-        return getattr(self, new)
-
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Any:
         """RLlib's ``from_state``; a state saved before the rename restores its values.
@@ -235,6 +221,54 @@ class JournalPrivacyMixin:
         if privacy_journal_dir is not NotProvided:
             self.privacy_journal_dir = privacy_journal_dir  # type: ignore[assignment]
         return self
+
+
+#: The keys of ``.count_exploration()``: the same on every config that has the method.
+COUNT_EXPLORATION_KEYS = (
+    "count_exploration_config",
+    "count_exploration_scope",
+    "count_exploration_flatten_observations",
+)
+
+
+def check_count_exploration_keys(
+    algorithm: str,
+    *,
+    scope: Any,
+    flatten: Any,
+    scopes: tuple[str, ...],
+    flattens: bool,
+) -> None:
+    """Raise for a ``count_exploration_scope`` or a flattening ``algorithm`` does not support.
+
+    Every config takes the same ``.count_exploration()`` keys, so that a YAML file moves
+    from one algorithm to another; what each algorithm supports differs.
+
+    Args:
+        algorithm: Its name, for the message.
+        scope: The ``count_exploration_scope`` value.
+        flatten: The ``count_exploration_flatten_observations`` value.
+        scopes: Where this algorithm can keep its visit counts.
+        flattens: Whether it can flatten observations for its RLModule.
+
+    Raises:
+        PrivacyConfigError: Naming the key, what was given and what is supported.
+
+    """
+    if scope not in scopes:
+        raise PrivacyConfigError(
+            f"config key 'count_exploration_scope' must be one of {list(scopes)} for "
+            f"{algorithm}, got {scope!r}"
+        )
+    if not isinstance(flatten, bool):
+        raise PrivacyConfigError(
+            f"count_exploration_flatten_observations must be true or false, got {flatten!r}"
+        )
+    if flatten and not flattens:
+        raise PrivacyConfigError(
+            f"config key 'count_exploration_flatten_observations' must be false for "
+            f"{algorithm}: it does not flatten observations for its RLModule"
+        )
 
 
 class LegacyCountExplorationMixin:

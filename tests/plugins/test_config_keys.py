@@ -1,9 +1,9 @@
 """Config keys: one naming style, grouped builder methods, old flat keys still accepted.
 
-Issue #14. Every key the package adds is ``<builder method>_<name>`` and set by that
-method (docs/configuration.md); the old names keep working from dicts, YAML files,
-``.training(...)`` keywords, attribute access and old checkpoints' config states, each
-with one deprecation notice naming the old and the new key.
+Every key the package adds is ``<builder method>_<name>`` and set by that method
+(docs/configuration.md); while deprecated (docs/versioning.md), the old names keep working
+from dicts, YAML files, ``.training(...)`` keywords and old checkpoints' config states, each
+with one deprecation notice naming the old and the new key. They are not attributes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.dqn import DQNConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 
-from rllib_privacy.algorithms.config_keys import GroupedConfigMixin
+from rllib_privacy.algorithms.config_keys import COUNT_EXPLORATION_KEYS, GroupedConfigMixin
 from rllib_privacy.algorithms.count_exploration import ExplorationDQNConfig, ExplorationPPOConfig
 from rllib_privacy.algorithms.kickstart_ppo.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
@@ -176,16 +176,13 @@ def test_old_key_in_update_from_dict_gives_the_new_keys_config_and_warns_once(
 
 
 @pytest.mark.parametrize(("cls", "old", "new"), LEGACY_CASES, ids=_ids)
-def test_old_attribute_reads_and_writes_the_new_one(cls: type, old: str, new: str) -> None:
+def test_old_name_is_not_an_attribute(cls: type, old: str, new: str) -> None:
+    # 0.2.0 removed the attribute aliases; dicts, files and checkpoints still translate.
     config = cls()
-    value = NEW_VALUES[new]
-    with pytest.warns(DeprecationWarning, match=f"'{old}'.*'{new}'"):
-        setattr(config, old, value)
-    assert getattr(config, new) == value
-    assert old not in vars(config)
+    assert new in vars(config)
     if not callable(getattr(cls, old, None)):  # ``count_exploration`` is now the method.
-        with pytest.warns(DeprecationWarning, match=f"'{old}'.*'{new}'"):
-            assert getattr(config, old) == value
+        with pytest.raises(AttributeError):
+            getattr(config, old)
 
 
 @pytest.mark.parametrize("cls", CONFIG_CLASSES, ids=lambda c: c.__name__)
@@ -223,6 +220,63 @@ def test_old_count_based_exploration_method_still_works() -> None:
             count_exploration=settings, count_exploration_scope="env_runner"
         )
     assert ldp.count_exploration_config == settings and ldp.count_exploration_scope == "env_runner"
+
+
+COUNT_EXPLORATION_CLASSES = (LDPA3CConfig, ExplorationPPOConfig, ExplorationDQNConfig)
+
+
+def test_count_exploration_takes_the_same_keys_on_every_config() -> None:
+    having = [cls for cls in CONFIG_CLASSES if "count_exploration" in cls.CONFIG_GROUPS]
+    assert set(having) == set(COUNT_EXPLORATION_CLASSES)
+    keywords = {
+        cls.__name__: tuple(inspect.signature(cls.count_exploration).parameters)
+        for cls in having
+    }
+    assert len(set(keywords.values())) == 1, keywords
+    assert len({cls.CONFIG_GROUPS["count_exploration"] for cls in having}) == 1
+
+
+@pytest.mark.parametrize(
+    ("cls", "settings"),
+    [
+        (ExplorationPPOConfig, {"count_exploration_scope": "agent"}),
+        (ExplorationDQNConfig, {"count_exploration_scope": "env_runner"}),
+        (LDPA3CConfig, {"count_exploration_scope": "global"}),
+        (LDPA3CConfig, {"count_exploration_flatten_observations": True}),
+        (ExplorationPPOConfig, {"count_exploration_flatten_observations": "yes"}),
+    ],
+    ids=lambda v: v.__name__ if isinstance(v, type) else "-".join(map(str, v.values())),
+)
+def test_a_count_exploration_value_the_algorithm_does_not_support_is_rejected(
+    cls: type, settings: dict[str, Any]
+) -> None:
+    (key,) = settings
+    config = cls().count_exploration(count_exploration_config={}, **settings)
+    validate = getattr(config, "validate_ldp_settings", None) or config.validate_count_exploration
+    with pytest.raises(PrivacyConfigError, match=key):
+        validate()
+    if hasattr(cls, "validate_config_dict"):  # The check before Ray starts.
+        with pytest.raises(PrivacyConfigError, match=key):
+            cls.validate_config_dict(settings)
+
+
+@pytest.mark.parametrize("cls", COUNT_EXPLORATION_CLASSES, ids=lambda c: c.__name__)
+def test_config_state_saved_by_0_1_without_the_new_count_exploration_key_restores(
+    cls: type,
+) -> None:
+    # 0.1.0 configs had two of the three count_exploration keys: a checkpoint's config state
+    # written then restores with the new key at its default and validates.
+    expected = cls().count_exploration(count_exploration_config={"num_bits": 16})
+    state = expected.get_state()
+    new = {LDPA3CConfig: "count_exploration_flatten_observations"}.get(cls)
+    del state[new or "count_exploration_scope"]
+    state["count_exploration"] = state.pop("count_exploration_config")
+    restored = cls.from_state(state)
+    assert {k: getattr(restored, k) for k in COUNT_EXPLORATION_KEYS} == {
+        k: getattr(expected, k) for k in COUNT_EXPLORATION_KEYS
+    }
+    validate = getattr(restored, "validate_ldp_settings", None)
+    (validate or restored.validate_count_exploration)()
 
 
 def test_old_and_new_name_together_are_rejected() -> None:

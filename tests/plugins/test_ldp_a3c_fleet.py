@@ -190,12 +190,12 @@ def _reference_gradient(
     ``mean``, the mean over all their steps (one concatenated batch). Advantages are
     normalized (``normalize_advantages``) over all K episodes' steps of the agent.
     """
-    if config.loss_reduction == "sum":
+    if config.agents_loss_reduction == "sum":
         policy, value = _loss_parts(module, config, episodes, num_episodes=len(episodes))
     else:
         policy, value = _loss_parts(module, config, episodes)
     policy_grad, value_grad = _flat_grad(policy, module), _flat_grad(value, module)
-    share = config.policy_clip_share
+    share = config.privacy_policy_clip_share
     if share is None:
         total = policy_grad + value_grad
     else:

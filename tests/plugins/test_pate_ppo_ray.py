@@ -240,4 +240,4 @@ def test_missing_teachers_pass_validation_and_fail_at_run_time(tmp_path: Path) -
     config.update_from_dict({"teacher_checkpoints": str(tmp_path / "none")})
     config.validate()
     with pytest.raises(ValueError, match="'pate_teacher_checkpoints': .* does not exist"):
-        resolve_teacher_checkpoints(config.teacher_checkpoints)
+        resolve_teacher_checkpoints(config.pate_teacher_checkpoints)

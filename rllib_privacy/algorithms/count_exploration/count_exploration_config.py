@@ -1,11 +1,12 @@
 """Config and result plumbing shared by ExplorationPPO and ExplorationDQN.
 
-Two config keys, both set by ``.count_exploration()``, are added to the stock
-algorithm's: ``count_exploration_config`` (a dict, see
-:class:`rllib_privacy.exploration.ExplorationSpec` and docs/configuration.md) and
-``count_exploration_flatten_observations`` (one-hot/flatten Discrete or nested
-observations for the RLModule with RLlib's FlattenObservations connector, as RLlib's
-FrozenLake demo does).
+Three config keys, set by ``.count_exploration()`` (the same keys as LDPA3C's), are added
+to the stock algorithm's: ``count_exploration_config`` (a dict, see
+[ExplorationSpec][rllib_privacy.exploration.ExplorationSpec] and docs/configuration.md),
+``count_exploration_scope`` (where the visit counts live: here always ``global``, one table
+for every sample) and ``count_exploration_flatten_observations`` (one-hot/flatten Discrete
+or nested observations for the RLModule with RLlib's FlattenObservations connector, as
+RLlib's FrozenLake demo does).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from ray.rllib.utils.metrics import (
 from typing_extensions import Self
 
 from rllib_privacy.algorithms.config_keys import (
+    COUNT_EXPLORATION_KEYS,
     GroupedConfigMixin,
     LegacyCountExplorationMixin,
+    check_count_exploration_keys,
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
@@ -34,7 +37,9 @@ from rllib_privacy.utils import metrics as keys
 
 #: Result keys copied to the top level, first (Tune's table shows the first few).
 HEADLINE_KEYS = ("extrinsic_return_mean", "bonus_mean", "unique_codes")
-OWN_KEYS = ("count_exploration_config", "count_exploration_flatten_observations")
+OWN_KEYS = COUNT_EXPLORATION_KEYS
+#: Where the visit counts live: one table, held by the Learner (PPO) or the Algorithm (DQN).
+COUNT_EXPLORATION_SCOPES = ("global",)
 #: Name of the settings dict in error messages.
 SPEC_PREFIX = "count_exploration_config"
 
@@ -56,16 +61,19 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
     }
 
     count_exploration_config: dict[str, Any]
+    count_exploration_scope: str
     count_exploration_flatten_observations: bool
 
     def _init_count_exploration(self) -> None:
         self.count_exploration_config = {}
+        self.count_exploration_scope = COUNT_EXPLORATION_SCOPES[0]
         self.count_exploration_flatten_observations = False
 
     def count_exploration(
         self,
         *,
         count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
+        count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
         count_exploration_flatten_observations: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Sets the exploration bonus (docs/configuration.md, ``.count_exploration()``).
@@ -74,6 +82,9 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
             count_exploration_config: Settings of hash, counter and bonus, e.g.
                 ``{"hash": "simhash", "num_bits": 32, "beta": 0.01}``; ``{}`` or ``None``
                 uses the defaults (SimHash k = 32, β = 0.01, exact counts, β/√n).
+            count_exploration_scope: Where the visit counts live; ``global`` (the only
+                choice here): one table for all samples, held by the Learner (PPO) or the
+                Algorithm (DQN). LDPA3C takes the same key, with per-agent choices.
             count_exploration_flatten_observations: Flatten/one-hot observations for the
                 RLModule.
 
@@ -83,6 +94,8 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
         """
         if count_exploration_config is not NotProvided:
             self.count_exploration_config = dict(count_exploration_config or {})
+        if count_exploration_scope is not NotProvided:
+            self.count_exploration_scope = count_exploration_scope
         if count_exploration_flatten_observations is not NotProvided:
             self.count_exploration_flatten_observations = count_exploration_flatten_observations
         return self
@@ -105,20 +118,30 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
         config = cls.translate_legacy_keys(config, warn=False)
         ExplorationSpec.from_dict(config.get("count_exploration_config"), prefix=SPEC_PREFIX)
         _check_num_learners(config.get("num_learners", 0))
-        flatten = config.get("count_exploration_flatten_observations", False)
-        if not isinstance(flatten, bool):
-            raise PrivacyConfigError(
-                f"count_exploration_flatten_observations must be true or false, got {flatten!r}"
-            )
+        _check_keys(
+            config.get("count_exploration_scope", COUNT_EXPLORATION_SCOPES[0]),
+            config.get("count_exploration_flatten_observations", False),
+        )
 
     def validate_count_exploration(self) -> None:
         """Raises PrivacyConfigError for a bad exploration setting."""
         self.get_exploration_spec()
         _check_num_learners(self.num_learners)  # type: ignore[attr-defined]
+        _check_keys(self.count_exploration_scope, self.count_exploration_flatten_observations)
         if (
             self.count_exploration_flatten_observations and self._env_to_module_connector is None  # type: ignore[attr-defined]
         ):
             self._env_to_module_connector = flatten_observations_connector
+
+
+def _check_keys(scope: Any, flatten: Any) -> None:
+    check_count_exploration_keys(
+        "ExplorationPPO/ExplorationDQN",
+        scope=scope,
+        flatten=flatten,
+        scopes=COUNT_EXPLORATION_SCOPES,
+        flattens=True,
+    )
 
 
 def _check_num_learners(num_learners: Any) -> None:

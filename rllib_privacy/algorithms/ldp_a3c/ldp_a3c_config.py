@@ -19,8 +19,10 @@ from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
 from rllib_privacy.algorithms.config_keys import (
+    COUNT_EXPLORATION_KEYS,
     GroupedConfigMixin,
     LegacyCountExplorationMixin,
+    check_count_exploration_keys,
 )
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
@@ -109,7 +111,7 @@ class LDPA3CConfig(
             "scoring_eval_episodes",
             "scoring_eval_heldout_gravities",
         ),
-        "count_exploration": ("count_exploration_config", "count_exploration_scope"),
+        "count_exploration": COUNT_EXPLORATION_KEYS,
     }
     LEGACY_CONFIG_KEYS = {
         "mechanism": "privacy_mechanism",
@@ -187,6 +189,7 @@ class LDPA3CConfig(
         # Count-based exploration bonus of the local agents (off unless a dict is given).
         self.count_exploration_config: dict[str, Any] | None = None
         self.count_exploration_scope = "agent"
+        self.count_exploration_flatten_observations = False
 
     @override(AlgorithmConfig)
     def training(
@@ -355,6 +358,7 @@ class LDPA3CConfig(
         *,
         count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
         count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
+        count_exploration_flatten_observations: bool = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Adds Tang et al.'s count bonus to each local agent's rewards.
 
@@ -378,6 +382,10 @@ class LDPA3CConfig(
                 states of agents 1..n, which leak through that release outside their ε.
                 Only for trusted single-owner runners and for measuring long-lived tables
                 (``benchmarks/soak.py``).
+            count_exploration_flatten_observations: ``False`` only: the local agents give
+                the RLModule the environment's observations as they are (no env-to-module
+                connector runs). The key is here so that every ``.count_exploration()``
+                takes the same keys.
 
         Returns:
             This updated config.
@@ -389,6 +397,8 @@ class LDPA3CConfig(
             )
         if count_exploration_scope is not NotProvided:
             self.count_exploration_scope = count_exploration_scope
+        if count_exploration_flatten_observations is not NotProvided:
+            self.count_exploration_flatten_observations = count_exploration_flatten_observations
         return self
 
     def get_exploration_spec(self) -> ExplorationSpec | None:
@@ -443,8 +453,12 @@ class LDPA3CConfig(
             )
 
     def _validate_count_exploration(self) -> None:
-        _check_choice(
-            "count_exploration_scope", self.count_exploration_scope, COUNT_EXPLORATION_SCOPES
+        check_count_exploration_keys(
+            "LDPA3C",
+            scope=self.count_exploration_scope,
+            flatten=self.count_exploration_flatten_observations,
+            scopes=COUNT_EXPLORATION_SCOPES,
+            flattens=False,
         )
         config = self.count_exploration_config
         if config is not None and not isinstance(config, dict):
