@@ -1,4 +1,4 @@
-"""Diagnostic probe for issue #4: per-iteration PPO state on the FrozenLake 8x8 arms.
+"""Diagnostic probe of the FrozenLake collapse: per-iteration PPO state on the FrozenLake 8x8 arms.
 
 Runs one arm of ``benchmarks/exploration.py``'s FrozenLake comparison (its
 ``FROZENLAKE_ARMS``: ``simhash`` is our ExplorationPPO YAML as shipped, with the 14-step

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """PATE in RL: does a PATE-PPO student reach CartPole's target faster than plain PPO?
 
-Issue #16 item 4. One run of this script trains, on the same PPO settings:
+One run of this script trains, on the same PPO settings:
 
 1. **Teachers** (private): ``--teachers`` PPO policies, teacher i on its own CartPole
    gravity set (three gravities in the i-th slice of ``--gravity-range``), each until its

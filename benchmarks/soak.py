@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Soak benchmark: PGC-A3C with SimHash counting, memory and ledger over a long run.
 
-Issue #7 part 5. Each *arm* builds an LDPA3C algorithm in-process (``build_algo()``, Ray
+Each *arm* builds an LDPA3C algorithm in-process (``build_algo()``, Ray
 local with ``--num-cpus``) with ``--num-env-runners`` remote EnvRunners whose local agents
 add the SimHash count bonus (``count_exploration``), and trains it for ``--minutes`` or
 ``--submissions``. After every training iteration it samples:

@@ -120,7 +120,7 @@ EXPLORATION_TRAINED_REWARD_MEAN = "exploration/trained_reward_mean"
 EXPLORATION_AE_RECONSTRUCTION_LOSS = "exploration/ae_reconstruction_loss"
 EXPLORATION_AE_BIT_FLIP_RATE = "exploration/ae_bit_flip_rate"
 
-# Budgets that survive crashes (write-ahead privacy journal, issue #7)
+# Budgets that survive crashes (docs/privacy-journal.md: the write-ahead privacy journal)
 #: Releases a restored run learned from the journal (made after its last checkpoint).
 PRIVACY_RELEASES_REPLAYED = "privacy/releases_replayed_from_journal"
 #: PGC-A3C: submissions whose update was lost with a rollback (counted, never re-applied).

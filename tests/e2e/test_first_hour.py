@@ -1,6 +1,6 @@
 """What a new user meets in the first hour: top-level imports, fast --help, early errors.
 
-Each test here pins one friction point of issue #14 (the CLI ones run ``rllib`` or
+Each test here pins one friction point a new user met (the CLI ones run ``rllib`` or
 ``rllib-privacy`` in-process unless the test is about what a fresh process imports).
 """
 

@@ -1,6 +1,6 @@
 """Property tests (hypothesis): bad experiment files and config values get a clear error.
 
-Issue #7 part 4. Every algorithm in ``ALGORITHM_NAMES`` and every nested settings dict
+Every algorithm in ``ALGORITHM_NAMES`` and every nested settings dict
 (``count_exploration_config``, the envs' ``env_config``) is fed, through the same in-process
 validation that ``rllib train -f FILE`` runs before Ray starts:
 

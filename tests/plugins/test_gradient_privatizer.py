@@ -72,7 +72,7 @@ def test_noise_has_the_laplace_scale() -> None:
 
 
 def test_every_release_is_recorded_in_a_checkpointed_ledger() -> None:
-    # Issue #14: LDPPPO reported no epsilon at all.
+    # LDPPPO once reported no epsilon at all.
     spec = {"name": "laplace", "epsilon": 0.5, "clip": 0.01}
     learner = _learner(spec)
     for scale in (1.0, 2.0, 3.0):

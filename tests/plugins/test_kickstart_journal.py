@@ -205,7 +205,7 @@ def test_checkpoint_restored_into_a_new_journal_is_snapshotted(tmp_path: Path) -
 def _answered_70_checkpointed_at_40(
     tmp_path: Path,
 ) -> tuple[DirichletTeacher, dict[str, Any], DirichletTeacher, Path]:
-    """The run of issue #14, and its checkpoint restored by a teacher in a new folder."""
+    """The reported run, and its checkpoint restored by a teacher in a new folder."""
     old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
     old.start_rollout(expected_states=100)
     old.answer(_obs(40))
@@ -220,7 +220,7 @@ def _answered_70_checkpointed_at_40(
 def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
     tmp_path: Path,
 ) -> None:
-    # Issue #14: the teacher answered 70 states, the checkpoint was taken at 40; restored
+    # The reported case: the teacher answered 70 states, the checkpoint was taken at 40; restored
     # into a new folder it reported 40. The checkpoint's journal is found by its ledger id.
     old, checkpoint, moved, new_journal = _answered_70_checkpointed_at_40(tmp_path)
     assert moved.stats()["releases"] == old.stats()["releases"] == 70

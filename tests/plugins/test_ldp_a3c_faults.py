@@ -322,7 +322,7 @@ def test_journal_replay_on_setup_restore_and_snapshot(ray_session, tmp_path: pat
     finally:
         again.stop()
 
-    # Restored into another folder (issue #14): the checkpoint's journal is found by its
+    # Restored into another folder: the checkpoint's journal is found by its
     # ledger id and the 12 releases made after the checkpoint (by both runs of the first
     # folder) are counted, never only the checkpoint's 6 ...
     other = _journal_config(second_dir).build_algo()

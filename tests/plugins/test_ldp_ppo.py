@@ -1,6 +1,6 @@
 """LDPPPO: the LDP learner as an algorithm with ``.privacy()`` keys and top-level ε.
 
-Issue #14: LDPPPO reported no ε at the top level and could not run from a YAML file.
+LDPPPO once reported no ε at the top level and could not run from a YAML file.
 """
 
 from __future__ import annotations

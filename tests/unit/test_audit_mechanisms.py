@@ -230,7 +230,7 @@ PRIVUNIT_ROWS = {"privunitg": privunitg_rows, "privunit2": privunit2_rows}
 
 
 def privunit_cap_probabilities(name: str, epsilon: float) -> tuple[float, float]:
-    """P(<Z, e₁> >= γC/m) on C·e₁ and on -C·e₁ at the optimal γ (DESIGN.md §4.3b).
+    """P(<Z, e₁> >= γC/m) on C·e₁ and on -C·e₁ at the optimal γ (their ε check).
 
     On C·e₁ it is the cap, p; on -C·e₁ the mirror of the cap, (1 - p)·q/(1 - q). The ratio
     is e^ε exactly, and the density ratio of the two output laws depends on <Z, e₁> alone

@@ -1,4 +1,4 @@
-"""The package's layers (DESIGN §2), enforced by the import-linter contracts in pyproject.toml.
+"""The package's layers, enforced by the import-linter contracts in pyproject.toml.
 
 ``lint-imports`` reads the imports statically, function-level ones included, so a lazy
 import cannot hide an upward dependency or a cycle. The contracts are checked on the real
@@ -101,7 +101,7 @@ def test_contracts_cover_the_layers_the_design_names() -> None:
 
 #: (contract id, file to change under rllib_privacy/, text appended to it).
 VIOLATIONS = [
-    # The cycle issue #14 removed: an env asking the loader for did_you_mean, lazily.
+    # A cycle the package once had: an env asking the loader for did_you_mean, lazily.
     pytest.param(
         "layers",
         "envs/cartpole_gravity.py",

@@ -1,6 +1,6 @@
 """Non-finite gradients, policies and votes reaching a mechanism raise; nothing is released.
 
-Issue #7 part 4. Hypothesis puts NaN/±inf at random positions of otherwise valid inputs
+Hypothesis puts NaN/±inf at random positions of otherwise valid inputs
 of every mechanism (numpy and torch), of the teacher (a policy network that outputs NaN),
 of PGC-A3C's GradientSubmission and of the gradient privatizer learner mixin, and checks
 that each raises a ``ValueError`` that says the input must be finite, and that no release

@@ -106,7 +106,7 @@ def test_dp_accounting_anchor_numbers_bound_ours_from_below() -> None:
     pld_accountant = pld.PLDAccountant()
     pld_accountant.compose(dp_accounting.LaplaceDpEvent(1 / (2 * GAMMA)), 100)
     pld_eps = pld_accountant.get_epsilon(DELTA)
-    assert round(rdp_eps, 2) == 4.53 and round(pld_eps, 2) == 4.22  # DESIGN §4.5
+    assert round(rdp_eps, 2) == 4.53 and round(pld_eps, 2) == 4.22  # dp-accounting 0.6
     assert pld_eps < rdp_eps < ours < advanced_composition_epsilon(100, gamma=GAMMA, delta=DELTA)
 
 

@@ -1,4 +1,4 @@
-"""Tests for PrivUnitG and PrivUnit2 (DESIGN.md §4.3b) and their GradientMechanism wiring.
+"""PrivUnitG (Asi et al. 2022), PrivUnit2 (Bhowmick et al. 2018) and their GradientMechanism.
 
 Statistical checks are seeded; every tolerance is derived from the sample size: ``Z_BOUND``
 (6) standard errors of a mean or a proportion, computed from closed-form variances where
@@ -7,7 +7,7 @@ KS tests at ``ALPHA``. With a seed the verdicts are deterministic; across seeds 
 fails spuriously with probability about 2e-9 (normal approximation) or ``ALPHA``.
 
 The reference values (γ, MSE/C² at d = 112) and the formulas used as an independent check
-(``design_g``, ``design_2``: direct, not log-space, from DESIGN.md) are the design's.
+(``design_g``, ``design_2``: direct, not log-space) are written from the two papers.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ MECHANISMS = {
 
 
 def design_g(epsilon: float, dim: int, gamma: float) -> tuple[float, float, float, float]:
-    """PrivUnitG straight from DESIGN.md: (q, p, m, MSE/C²), no log space."""
+    """PrivUnitG straight from Asi et al. 2022: (q, p, m, MSE/C²), no log space."""
     q = float(stats.norm.cdf(-gamma))
     e = math.exp(epsilon)
     p = e * q / (1 + (e - 1) * q)
@@ -58,7 +58,7 @@ def design_g(epsilon: float, dim: int, gamma: float) -> tuple[float, float, floa
 
 
 def design_2(epsilon: float, dim: int, gamma: float) -> tuple[float, float, float, float]:
-    """PrivUnit2 straight from DESIGN.md: (q, p, m, MSE/C²), no log space."""
+    """PrivUnit2 straight from Bhowmick et al. 2018: (q, p, m, MSE/C²), no log space."""
     a = (dim - 1) / 2
     q = 1 - float(special.betainc(a, a, (1 + gamma) / 2))
     e = math.exp(epsilon)

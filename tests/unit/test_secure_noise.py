@@ -1,4 +1,4 @@
-"""Secure noise (issue #7 part 2): OpenDP samplers, secure_mode of every mechanism, noise
+"""Secure noise: OpenDP samplers, secure_mode of every mechanism, noise
 streams per local agent, and the fixed-seed warning.
 
 Statistical checks use n draws and k = 5 standard errors derived from n (a false failure
