@@ -9,6 +9,14 @@ RESULTS.md layout: each benchmark owns the text between ``<!-- NAME:start -->`` 
 ``<!-- NAME:end -->``; a benchmark with several independently run parts nests
 ``<!-- NAME:PART:start -->``/``<!-- NAME:PART:end -->`` pairs inside its section, so a run
 that measured one part replaces only that part. Writers touch nothing outside their pair.
+
+Long grids: a :class:`TrialStore` under the run's storage folder records every finished
+trial, and :func:`run_resumable` runs only the trials it does not hold, so rerunning the
+same command after an interruption resumes the grid; :class:`Progress` prints
+``[done/total]`` lines with an ETA from the trials this run finished.
+
+A benchmark too long for one file keeps its parts in a package beside its script
+(``kickstart_bench/``: plan, run, report); the script holds the command line.
 """
 
 from __future__ import annotations
@@ -291,7 +299,8 @@ def format_duration(seconds: float) -> str:
 class Progress:
     """``[done/total] message (elapsed 3 min 10 s, ETA 12 min 40 s)`` lines for a long run.
 
-    The ETA assumes the remaining steps take as long as the finished ones on average.
+    The ETA assumes the remaining steps take as long as the finished ones on average. Steps
+    an earlier, interrupted run finished (:meth:`skip`) count as done but not in that pace.
 
     Args:
         total: Steps in the run (trials, iterations, ...).
@@ -309,6 +318,7 @@ class Progress:
     ) -> None:
         self.total = int(total)
         self.done = 0
+        self.skipped = 0
         self._clock = clock
         self._start = clock()
         self._echo = echo if echo is not None else lambda line: print(line, flush=True)
@@ -319,10 +329,16 @@ class Progress:
 
     @property
     def eta(self) -> float:
-        """Seconds left at the mean pace so far (NaN before the first step)."""
-        if self.done <= 0:
+        """Seconds left at the mean pace of this run's steps (NaN before its first)."""
+        ran = self.done - self.skipped
+        if ran <= 0:
             return math.nan
-        return self.elapsed / self.done * max(0, self.total - self.done)
+        return self.elapsed / ran * max(0, self.total - self.done)
+
+    def skip(self, steps: int, message: str) -> str:
+        """Counts ``steps`` steps done before this run (reused, not run): prints the line."""
+        self.skipped += int(steps)
+        return self.update(self.done + steps, message)
 
     def line(self, message: str) -> str:
         """The line for ``message`` at the current count (not printed)."""
@@ -398,6 +414,122 @@ def merge_json(documents: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             else:
                 merged[key] = value
     return merged
+
+
+class TrialStore:
+    """The finished trials of a long grid in a JSON file, so that a rerun skips them.
+
+    Each trial has a key (``cartpole/privacy-aware/seed=0``) and a spec: everything that
+    makes it (config, seed, stop rule) as JSON-able data. A record is reused only while
+    the planned trial's spec equals the recorded one; a changed setting reruns the trial
+    (and :meth:`put` replaces its record). The file is rewritten atomically after every
+    :meth:`put`, so an interrupted run keeps every trial recorded before it stopped.
+
+    Args:
+        path: The JSON file (read when it exists; created by the first :meth:`put`).
+
+    Raises:
+        BenchmarkError: The file exists but is not a store of finished trials.
+
+    """
+
+    FORMAT = "benchmark-trials/1"
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._trials: dict[str, dict[str, Any]] = {}
+        if self.path.is_file():
+            data = load_json(self.path)
+            if not isinstance(data, dict) or data.get("format") != self.FORMAT:
+                raise BenchmarkError(f"{str(self.path)!r} is not a {self.FORMAT} file")
+            self._trials = dict(data.get("trials", {}))
+
+    def __len__(self) -> int:
+        return len(self._trials)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._trials
+
+    def recorded(self) -> dict[str, dict[str, Any]]:
+        """Key → result of every recorded trial, whatever its spec."""
+        return {key: dict(record["result"]) for key, record in self._trials.items()}
+
+    def get(self, key: str, spec: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The result recorded for ``key`` if it ran with ``spec``, else None."""
+        record = self._trials.get(key)
+        if record is None or record.get("spec") != jsonable(dict(spec)):
+            return None
+        return dict(record["result"])
+
+    def put(self, key: str, spec: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        """Records a finished trial (its spec and what later steps need of its result)."""
+        self._trials[key] = {
+            "spec": jsonable(dict(spec)),
+            "result": jsonable(dict(result)),
+            "date": now(),
+        }
+        dump_json(self.path, {"format": self.FORMAT, "trials": self._trials})
+
+    def split(
+        self,
+        planned: Mapping[str, Mapping[str, Any]],
+        reusable: Callable[[Mapping[str, Any]], bool] = lambda result: True,
+    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """(key → recorded result of each planned trial already finished, keys still to run).
+
+        Args:
+            planned: Key → spec of every trial of the grid, in run order.
+            reusable: Whether a recorded result can still be used (e.g. its files exist).
+
+        """
+        done: dict[str, dict[str, Any]] = {}
+        todo: list[str] = []
+        for key, spec in planned.items():
+            result = self.get(key, spec)
+            if result is None or not reusable(result):
+                todo.append(key)
+            else:
+                done[key] = result
+        return done, todo
+
+
+def run_resumable(
+    planned: Mapping[str, Mapping[str, Any]],
+    store: TrialStore,
+    run: Callable[[list[str], Callable[[str, Mapping[str, Any]], None]], Any],
+    *,
+    progress: Progress,
+    describe: Callable[[str, Mapping[str, Any]], str] = lambda key, result: key,
+    reusable: Callable[[Mapping[str, Any]], bool] = lambda result: True,
+) -> tuple[dict[str, dict[str, Any]], Any]:
+    """Runs the planned trials that ``store`` does not hold as finished; reuses the others.
+
+    Args:
+        planned: Key → spec of every trial of this step, in run order.
+        store: Where finished trials are recorded (each as soon as it finishes).
+        run: Runs the given keys (a Tuner, processes, a fake in tests) and calls its second
+            argument with (key, result) for each trial that finished; what it returns is
+            passed back. Not called when every trial is reused.
+        progress: Counts reused trials as skipped and each finished one as a step.
+        describe: The progress message of a finished trial.
+        reusable: Whether a recorded result can still be used (else the trial reruns).
+
+    Returns:
+        (key → result of every planned trial that has finished, in ``planned`` order; what
+        ``run`` returned, None when it was not called).
+
+    """
+    results, todo = store.split(planned, reusable)
+    if results:
+        progress.skip(len(results), f"{len(results)} finished trial(s) reused from {store.path}")
+
+    def finished(key: str, result: Mapping[str, Any]) -> None:
+        store.put(key, planned[key], result)
+        results[key] = store.get(key, planned[key]) or {}
+        progress.advance(describe(key, result))
+
+    outcome = run(todo, finished) if todo else None
+    return {key: results[key] for key in planned if key in results}, outcome
 
 
 # --------------------------------------------------------------------------------------
@@ -510,6 +642,41 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
     return value
+
+
+def bounded_number(convert: Callable[[str], float], *, low: float, strict: bool) -> Any:
+    """argparse type: a finite number ≥ ``low`` (> ``low`` when ``strict``), read by ``convert``."""
+    relation = ">" if strict else ">="
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {relation} {low}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+def choice_list(choices: Sequence[str], what: str) -> Callable[[str], list[str]]:
+    """argparse type: a comma-separated list of ``choices`` (repeats dropped, order kept)."""
+
+    def parse(text: str) -> list[str]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}")
+        bad = [item for item in items if item not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {bad}; choose from {', '.join(choices)}"
+            )
+        return list(dict.fromkeys(items))
+
+    return parse
 
 
 def quiet_ray(*, tune_loggers: bool = True) -> None:

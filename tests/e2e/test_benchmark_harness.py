@@ -150,6 +150,63 @@ def test_progress_line_counts_elapsed_and_eta(harness) -> None:
     assert harness.format_duration(math.nan) == "?"
 
 
+def test_progress_eta_counts_only_this_runs_steps(harness) -> None:
+    now = [0.0]
+    lines: list[str] = []
+    progress = harness.Progress(10, echo=lines.append, clock=lambda: now[0])
+    progress.skip(4, "4 reused")  # done before this run: no pace yet
+    now[0] += 30.0
+    progress.advance("fifth")  # 1 step in 30 s, 5 left
+    assert lines == [
+        "[4/10] 4 reused (elapsed 0 s, ETA ?)",
+        "[5/10] fifth (elapsed 30 s, ETA 2 min 30 s)",
+    ]
+
+
+def test_trial_store_reuses_a_trial_only_with_the_same_spec(harness, tmp_path) -> None:
+    path = tmp_path / "run" / "trials.json"
+    store = harness.TrialStore(path)
+    assert len(store) == 0 and not path.exists()
+    spec = {"env": "CartPole-v1", "seed": 0, "stop": (450.0, INF)}
+    store.put("a/seed=0", spec, {"path": "x", "steps": INF})
+    again = harness.TrialStore(path)  # read back from the file
+    assert "a/seed=0" in again and again.get("a/seed=0", spec) == {"path": "x", "steps": "inf"}
+    assert again.get("a/seed=0", {**spec, "seed": 1}) is None  # changed setting: rerun
+    assert again.recorded() == {"a/seed=0": {"path": "x", "steps": "inf"}}
+    done, todo = again.split({"a/seed=0": spec, "a/seed=1": spec})
+    assert list(done) == ["a/seed=0"] and todo == ["a/seed=1"]
+    _, todo = again.split({"a/seed=0": spec}, reusable=lambda result: False)
+    assert todo == ["a/seed=0"]  # recorded, but its files are gone
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(harness.BenchmarkError, match="other.json"):
+        harness.TrialStore(tmp_path / "other.json")
+
+
+def test_run_resumable_runs_only_the_trials_not_recorded(harness, tmp_path) -> None:
+    store = harness.TrialStore(tmp_path / "trials.json")
+    store.put("t1", {"k": 1}, {"value": 1})
+    lines: list[str] = []
+    calls: list[list[str]] = []
+
+    def run(keys, finished):
+        calls.append(list(keys))
+        for key in keys:
+            finished(key, {"value": int(key[1:])})
+        return "ran"
+
+    planned = {"t1": {"k": 1}, "t2": {"k": 2}, "t3": {"k": 3}}
+    progress = harness.Progress(3, echo=lines.append)
+    results, outcome = harness.run_resumable(planned, store, run, progress=progress)
+    assert calls == [["t2", "t3"]] and outcome == "ran"
+    assert results == {"t1": {"value": 1}, "t2": {"value": 2}, "t3": {"value": 3}}
+    assert lines[0].startswith("[1/3] 1 finished trial(s) reused") and lines[-1].startswith("[3/3]")
+    # Everything recorded now: a rerun calls nothing.
+    results, outcome = harness.run_resumable(
+        planned, harness.TrialStore(tmp_path / "trials.json"), run, progress=progress
+    )
+    assert calls == [["t2", "t3"]] and outcome is None and len(results) == 3
+
+
 def test_json_dump_load_and_merge(harness, tmp_path) -> None:
     path = tmp_path / "sub" / "run.json"
     data = {"x": [1.5, INF, math.nan], "path": Path("/a")}

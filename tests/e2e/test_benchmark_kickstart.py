@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import subprocess
@@ -375,7 +376,11 @@ def test_arm_of_picks_the_most_specific_arm_of_the_task(bench) -> None:
     assert bench.arm_of("KickstartPPO", small) == "aware-eps10-cache16"
     k5 = {**small, "teacher_cache_bits": 24, "teacher_k": 5.0, "teacher_min_k": 0.5}
     assert bench.arm_of("KickstartPPO", k5) == "aware-eps10-k5-cache24"
-    airraid = {**cartpole, "env": "rllib_privacy:ALE/AirRaid-ram-v5", "teacher_vanishing_coefficient": 0.3}
+    airraid = {
+        **cartpole,
+        "env": "rllib_privacy:ALE/AirRaid-ram-v5",
+        "teacher_vanishing_coefficient": 0.3,
+    }
     assert bench.arm_of("KickstartPPO", airraid) == "aware-c0.3"
     assert bench.arm_of("KickstartPPO", {**airraid, "kickstart_lambda": 0.0}) == "unaware-c0.3"
 
@@ -423,3 +428,90 @@ def test_tradeoff_table_gives_both_accountings_of_the_same_runs(bench) -> None:
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert cells[0] == "no-kickstart" and cells[1] == cells[2] == "—"
     assert cells[6] == "0.79×"
+
+
+# --------------------------------------------------------------------------------------
+# Resuming the grid (a fake trial runner: no Ray).
+# --------------------------------------------------------------------------------------
+
+
+def _fake_runner(bench, ran: list[str], *, stop_after: int | None = None):
+    """A ``run_tuner`` stand-in: writes each trial's Tune folder (reaching T at 800 steps)."""
+
+    def runner(algorithm, base, trials, *, on_finished, storage_path, name, **tuner) -> None:
+        for trial in trials:
+            if stop_after is not None and len(ran) >= stop_after:
+                raise bench.BenchmarkError("interrupted")
+            ran.append(trial.key)
+            folder = Path(storage_path) / name / trial.key.replace("/", "_")
+            folder.mkdir(parents=True, exist_ok=True)
+            target = trial.stop[0]
+            rows = [
+                {
+                    bench.STEPS_KEY: steps,
+                    "env_runners": {"episode_return_mean": value},
+                    "time_total_s": float(i),
+                    "training_iteration": i,
+                }
+                for i, (steps, value) in enumerate(((400, target - 10.0), (800, target)), 1)
+            ]
+            (folder / "params.json").write_text(json.dumps(dict(trial.point)))
+            (folder / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            on_finished(trial.key, {"path": str(folder), "env_steps": 800, "final_return": target})
+
+    return runner
+
+
+def _fake_arm_config(arm, *, ppo, kickstart, env, teacher_checkpoint, smoothing):
+    """``arm_config`` without RLlib: the Tuner's base is the YAML's keys (None for others)."""
+    base = {**ppo, **kickstart, "env": env, "teacher_checkpoint": teacher_checkpoint}
+    return None, collections.defaultdict(lambda: None, base)
+
+
+def test_a_rerun_resumes_the_grid_from_its_finished_trials(bench, tmp_path, monkeypatch, capsys):
+    run_module = sys.modules["kickstart_bench.run"]
+    monkeypatch.setattr(run_module, "arm_config", _fake_arm_config)
+    argv = ["--quick", "--tasks", "cartpole", "--arms", "privacy-aware,no-kickstart"]
+    argv += ["--storage-path", str(tmp_path)]
+    # 1 teacher + 2 arms × 2 seeds; the first run stops after the teacher and one student.
+    ran: list[str] = []
+    with pytest.raises(bench.BenchmarkError, match="interrupted"):
+        bench.run_sample_efficiency(
+            bench.parse_args(argv), tmp_path, runner=_fake_runner(bench, ran, stop_after=2)
+        )
+    assert ran == ["cartpole/teacher/seed=0", "cartpole/privacy-aware/seed=0"]
+    assert "[2/5] cartpole/privacy-aware/seed=0: return 25 after 800 env steps" in (
+        capsys.readouterr().out
+    )
+    # The same command again runs only what did not finish, and reports every trial.
+    ran.clear()
+    results = bench.run_sample_efficiency(
+        bench.parse_args(argv), tmp_path, runner=_fake_runner(bench, ran)
+    )
+    assert ran == [
+        "cartpole/privacy-aware/seed=1",
+        "cartpole/no-kickstart/seed=0",
+        "cartpole/no-kickstart/seed=1",
+    ]
+    out = capsys.readouterr().out
+    assert "[1/5] 1 finished trial(s) reused" in out and "[2/5] 1 finished trial(s) reused" in out
+    assert "[5/5] cartpole/no-kickstart/seed=1" in out and "ETA 0 s" in out
+    (task,) = results
+    assert task.teacher.steps_to_target == 800.0
+    assert [(arm.arm, [r.seed for r in arm.runs]) for arm in task.arms] == [
+        ("privacy-aware", [0, 1]),
+        ("no-kickstart", [0, 1]),
+    ]
+    assert all(run.steps_to_target == 800.0 for arm in task.arms for run in arm.runs)
+    # A finished grid reruns nothing; a changed setting reruns only the trials it changes.
+    ran.clear()
+    again = bench.run_sample_efficiency(
+        bench.parse_args(argv), tmp_path, runner=_fake_runner(bench, ran)
+    )
+    assert ran == [] and bench.arm_table(again[0]) == bench.arm_table(task)
+    bench.run_sample_efficiency(
+        bench.parse_args([*argv, "--student-cap-factor", "2"]),
+        tmp_path,
+        runner=_fake_runner(bench, ran),
+    )
+    assert "cartpole/teacher/seed=0" not in ran and len(ran) == 4  # the students' cap changed
