@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.experiments.legacy import translate_metric_key
+from rllib_privacy.experiments.translate import translate_metric_key
 
 #: The metric plotted by default.
 DEFAULT_METRIC = "env_runners/episode_return_mean"

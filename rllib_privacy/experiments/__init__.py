@@ -16,21 +16,25 @@ An experiment file maps experiment names to experiments in the shape of RLlib's 
         num_gpus_per_learner: 0.25
 
 Everything here runs before Ray starts and never calls ``ray.init``: problems surface
-as :class:`~rllib_privacy.errors.ExperimentFileError` whose message starts with the file
-and the experiment name. Tune's own variant generator expands ``grid_search`` so that
-every variant's config is built and validated by the algorithm's own config class.
+as [`ExperimentFileError`][rllib_privacy.errors.ExperimentFileError] whose message starts
+with the file and the experiment name. Tune's own variant generator expands
+``grid_search`` so that every variant's config is built and validated by the
+algorithm's own config class.
 
-One job per module (dependencies point down this list; an import-linter contract in
-``pyproject.toml`` keeps it so):
+A file goes through a pipeline of stages, each an independent module that sees an
+experiment once ([rllib_privacy.experiments.pipeline][] runs them, in this order; an
+import-linter contract in ``pyproject.toml`` keeps the stages from calling each other):
 
-* ``loading``: :func:`load_experiments` and :func:`normalize_experiments`, one experiment
-  after the other through the steps below.
-* ``validation``: experiment keys, checkpoint settings, config keys, every grid variant.
-* ``resolution``: the algorithm and env a name refers to; Tune's registry.
-* ``stop``: stop criteria.
-* ``legacy``: old API stack and old Tune keys and what they are now.
-* ``parsing`` (YAML/JSON) and ``spec`` (:class:`Experiment`, :class:`ExperimentFile`,
-  :class:`Overrides`, grid-search helpers).
+1. ``parse``: the YAML/JSON text, each experiment's shape, the algorithm ``run`` names.
+2. ``translate``: old Tune, old API stack and renamed algorithm keys to the new ones;
+   ``config``, ``env``, ``gpu_config`` and ``--config`` merged.
+3. ``resolve``: the config made concrete: new API stack and torch, the env, the
+   storage path.
+4. ``validate``: config keys, every grid variant, checkpoint settings, ``num_samples``.
+5. ``finalize``: the frozen [`Experiment`][rllib_privacy.experiments.spec.Experiment].
+
+The stages share ``spec`` (the data classes and grid-search helpers) and ``registry``
+(Tune's registry, looked up before Ray starts).
 
 Algorithm config classes can take part in validation through these optional hooks:
 
@@ -40,48 +44,52 @@ Algorithm config classes can take part in validation through these optional hook
   because Tune runs every trial in its own working directory.
 * ``validate_config_dict(d)`` (a classmethod or staticmethod on the config class): called
   with every resolved variant's config dict; raises
-  :class:`~rllib_privacy.errors.PrivacyConfigError` naming the key that is wrong.
+  [`PrivacyConfigError`][rllib_privacy.errors.PrivacyConfigError] naming the key that is
+  wrong.
 * ``config_dict_keys`` (a class attribute mapping a config key whose value is a nested
   dict, e.g. ``"learner_config_dict"``, to the names allowed inside it): nested dicts are
   free-form unless declared here.
 * ``legacy_config_keys()`` (a classmethod or staticmethod returning key names): extra
   top-level keys the config class accepts, e.g. old names its ``update_from_dict``
-  translates (see :func:`~rllib_privacy.utils.config_keys.allowed_config_keys`).
+  translates (see ``allowed_config_keys``).
 """
 
 from __future__ import annotations
 
 from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
-from rllib_privacy.experiments.legacy import (
-    CONFIG_KEY_ALIASES,
-    LEGACY_CONFIG_KEYS,
+from rllib_privacy.experiments.parse import (
+    EXPERIMENT_KEYS,
     LEGACY_EXPERIMENT_KEY_HINTS,
-    LEGACY_METRIC_KEYS,
-    translate_config_keys,
-    translate_metric_key,
+    load_experiment_file,
+    parse_json_mapping,
 )
-from rllib_privacy.experiments.loading import load_experiments, normalize_experiments
-from rllib_privacy.experiments.parsing import load_experiment_file, parse_json_mapping
-from rllib_privacy.experiments.resolution import (
+from rllib_privacy.experiments.pipeline import load_experiments, normalize_experiments
+from rllib_privacy.experiments.registry import (
     ensure_package_registered,
-    make_env_from_path,
-    register_class_path_envs,
+    quiet_rllib,
     registered_algorithms,
     registered_envs,
     resolve_algorithm,
+)
+from rllib_privacy.experiments.resolve import (
+    API_STACK_KEYS,
+    DEFAULT_STORAGE_PATH,
+    make_env_from_path,
+    register_class_path_envs,
     resolve_env,
 )
 from rllib_privacy.experiments.spec import Experiment, ExperimentFile, Overrides, deep_merge
-from rllib_privacy.experiments.stop import TOP_LEVEL_RESULT_KEYS, translate_stop
-from rllib_privacy.experiments.validation import (
-    API_STACK_KEYS,
-    DEFAULT_CHECKPOINT_CONFIG,
-    DEFAULT_STORAGE_PATH,
-    EXPERIMENT_KEYS,
-    MAX_VALIDATED_VARIANTS,
-    quiet_rllib,
+from rllib_privacy.experiments.translate import (
+    CONFIG_KEY_ALIASES,
+    LEGACY_CONFIG_KEYS,
+    LEGACY_METRIC_KEYS,
+    TOP_LEVEL_RESULT_KEYS,
+    translate_config_keys,
+    translate_metric_key,
+    translate_stop,
 )
+from rllib_privacy.experiments.validate import DEFAULT_CHECKPOINT_CONFIG, MAX_VALIDATED_VARIANTS
 from rllib_privacy.utils.config_keys import UPDATE_FROM_DICT_SPECIAL_KEYS, allowed_config_keys
 
 __all__ = [

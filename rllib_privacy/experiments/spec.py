@@ -1,6 +1,9 @@
-"""What a loaded experiment is, and the config-dict helpers every loading step shares.
+"""What a loaded experiment is, and the config-dict helpers every stage shares.
 
-Imports nothing of the other ``experiments`` modules: each of them may use these.
+[`ExperimentDraft`][rllib_privacy.experiments.spec.ExperimentDraft] is one experiment on
+its way through the stages; [`Experiment`][rllib_privacy.experiments.spec.Experiment] is
+what comes out. Imports nothing of the other ``experiments`` modules: each of them may
+use these.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "Experiment",
+    "ExperimentDraft",
     "ExperimentFile",
     "Overrides",
     "deep_merge",
@@ -92,6 +96,43 @@ class Experiment:
             "checkpoint_config": dict(self.checkpoint_config),
             "config": self.config_for(has_gpus),
         }
+
+
+@dataclasses.dataclass
+class ExperimentDraft:
+    """One experiment on its way through the stages; each stage fills in its fields.
+
+    Attributes:
+        name: The experiment name.
+        spec: The experiment as written in the file (parse checked its shape).
+        algo_cls: The Algorithm class its ``run`` names (parse).
+        notices: One-line notices so far (legacy keys translated, suspicious settings).
+        config: The config to run without GPUs: ``config`` with the top-level ``env``
+            and the ``--config`` override merged (translate), then normalized (resolve).
+        gpu_config: The same with ``gpu_config`` merged before the override, or None
+            when the experiment has no ``gpu_config``.
+        stop: Stop criteria with new API stack keys (translate).
+        checkpoint_config: ``checkpoint_config`` as written, its score attribute
+            translated (translate); with defaults filled in and checked (validate).
+        storage_path: Absolute path or URI for the results (resolve).
+        class_path_envs: Env values that are ``module.Class`` paths (resolve).
+        num_variants: Number of grid-search variants of ``config`` (validate).
+        num_samples: Tune's ``num_samples`` (validate).
+
+    """
+
+    name: str
+    spec: Mapping[str, Any]
+    algo_cls: type
+    notices: list[str] = dataclasses.field(default_factory=list)
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    gpu_config: dict[str, Any] | None = None
+    stop: dict[str, float] = dataclasses.field(default_factory=dict)
+    checkpoint_config: Any = None
+    storage_path: str = ""
+    class_path_envs: tuple[str, ...] = ()
+    num_variants: int = 0
+    num_samples: int = 1
 
 
 @dataclasses.dataclass(frozen=True)

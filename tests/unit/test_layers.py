@@ -130,8 +130,8 @@ VIOLATIONS = [
     ),
     pytest.param(
         "experiments-layers",
-        "experiments/legacy.py",
-        "\nfrom rllib_privacy.experiments import loading  # noqa\n",
+        "experiments/parse.py",
+        "\nfrom rllib_privacy.experiments import pipeline  # noqa\n",
         id="experiments-upward",
     ),
 ]

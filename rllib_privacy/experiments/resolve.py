@@ -1,93 +1,146 @@
-"""What the names in an experiment refer to: algorithms, envs, Tune's registry.
+"""Stage 3, resolve: the translated config made concrete, as Tune will run it.
 
-Ray, RLlib, gymnasium and this package's algorithms are imported inside the functions
-that need them: ``rllib_privacy.experiments`` is imported by the ``rllib`` command at
-start-up, before it knows whether it will run anything (``rllib --help``).
+The algorithm config's ``normalize_config_dict`` hook, the new API stack and torch
+forced, the env named by a value made into what RLlib's EnvRunners will make (a name
+registered with Tune, a gymnasium id, or a ``module.Class`` path), the env's own
+``env_config`` normalizer, and the storage path made absolute.
+
+Ray, RLlib, gymnasium and this package's envs are imported inside the functions that
+need them (start-up time of the ``rllib`` command).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import logging
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rllib_privacy._registration import register_all
 from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.experiments.spec import Experiment, is_grid_search
+from rllib_privacy.experiments.registry import registered_envs
+from rllib_privacy.experiments.spec import (
+    Experiment,
+    ExperimentDraft,
+    Overrides,
+    is_grid_search,
+    literal_values,
+)
 
 __all__ = [
-    "ensure_package_registered",
+    "API_STACK_KEYS",
+    "DEFAULT_STORAGE_PATH",
+    "force_new_api_stack",
+    "force_torch",
     "make_env_from_path",
+    "normalize_env_config",
     "register_class_path_envs",
-    "registered_algorithms",
-    "registered_envs",
-    "resolve_algorithm",
     "resolve_env",
     "resolve_env_values",
+    "resolve_experiment",
+    "storage_path",
 ]
 
-logger = logging.getLogger(__name__)
+#: Config keys that switch the API stack; they may only be true.
+API_STACK_KEYS = (
+    "enable_rl_module_and_learner",
+    "enable_env_runner_and_connector_v2",
+    "_enable_new_api_stack",
+)
+
+#: Where Tune writes results when neither the file nor the command line says.
+DEFAULT_STORAGE_PATH = "~/ray_results"
 
 
-def ensure_package_registered() -> None:
-    """Register ``rllib_privacy``'s algorithms and envs with Tune and gymnasium."""
-    try:
-        register_all()
-    except ImportError as e:  # A plug-in's optional dependency may be missing.
-        logger.debug("registering rllib_privacy failed: %s", e)
+def resolve_experiment(draft: ExperimentDraft, overrides: Overrides) -> None:
+    """Make ``draft``'s configs and storage path concrete, in place.
 
-
-def registered_algorithms() -> list[str]:
-    """Return the sorted names of all algorithms registered with Tune.
-
-    RLlib's own algorithms are registered first. Must be called before ``ray.init``:
-    afterwards Tune keeps its registry in the cluster and only RLlib's names are listed.
-    """
-    from ray.rllib.algorithms.registry import ALGORITHMS
-    from ray.tune.registry import TRAINABLE_CLASS, _has_rllib_trainable
-
-    _has_rllib_trainable("PPO")  # Registers all of RLlib's algorithms with Tune.
-    names = set(ALGORITHMS) | set(_registry_names(TRAINABLE_CLASS))
-    return sorted(n for n in names if not n.startswith("__"))
-
-
-def registered_envs() -> list[str]:
-    """Return the sorted env names registered with ``tune.register_env`` (before init)."""
-    from ray.tune.registry import ENV_CREATOR
-
-    return sorted(_registry_names(ENV_CREATOR))
-
-
-def resolve_algorithm(name: Any) -> type:
-    """Return the RLlib Algorithm class registered with Tune under ``name``.
+    Args:
+        draft: The translated experiment.
+        overrides: The command-line overrides (``storage_path`` replaces the file's).
 
     Raises:
-        PrivacyConfigError: ``name`` is not a registered RLlib Algorithm; the message
-            lists the registered names and suggests the closest one.
+        PrivacyConfigError: A setting that switches off the new API stack or torch, no
+            env, an env that cannot be resolved, or a storage path that is no path.
 
     """
-    from ray.rllib.algorithms.algorithm import Algorithm
-    from ray.tune.error import TuneError
-    from ray.tune.registry import get_trainable_cls
-
-    if not isinstance(name, str) or not name:
-        raise PrivacyConfigError(f"'run' must be an algorithm name, got {name!r}")
-    try:
-        algo_cls = get_trainable_cls(name)
-    except TuneError:
-        names = registered_algorithms()
-        raise PrivacyConfigError(
-            f"unknown algorithm {name!r} in 'run'{did_you_mean(name, names)}; "
-            f"registered algorithms: {', '.join(names)}"
-        ) from None
-    if not (isinstance(algo_cls, type) and issubclass(algo_cls, Algorithm)):
-        raise PrivacyConfigError(
-            f"'run': {name!r} is registered with Tune but is not an RLlib Algorithm"
+    default = draft.algo_cls.get_default_config()
+    draft.config, class_envs = _resolve_config(draft.config, default, "")
+    if draft.gpu_config is not None:
+        draft.gpu_config, gpu_class_envs = _resolve_config(
+            draft.gpu_config, default, "with gpu_config merged: "
         )
-    return algo_cls
+        class_envs |= gpu_class_envs
+    draft.class_path_envs = tuple(sorted(class_envs))
+    draft.storage_path = storage_path(overrides.storage_path or draft.spec.get("storage_path"))
+
+
+def _resolve_config(
+    config: dict[str, Any], default: Any, label: str
+) -> tuple[dict[str, Any], set[str]]:
+    """The config's hook, the forced API stack and torch, its env and env_config.
+
+    Returns:
+        The resolved config (a copy) and the class-path envs in it.
+
+    """
+    config = dict(config)
+    normalize = getattr(type(default), "normalize_config_dict", None)
+    if callable(normalize):
+        config = normalize(config)
+    force_new_api_stack(config, label)
+    force_torch(config, label)
+    class_envs = resolve_env_values(config, default.env, label)
+    normalize_env_config(config)
+    return config, class_envs
+
+
+def force_new_api_stack(config: dict[str, Any], label: str) -> None:
+    """Set the new API stack keys in ``config``; raise if the file switches it off."""
+    for key in API_STACK_KEYS:
+        for value in literal_values(config.get(key, True)):
+            if value is not True:
+                raise PrivacyConfigError(
+                    f"{label}config key {key!r} is {value!r}, but rllib_privacy runs on "
+                    "RLlib's new API stack only; remove the key"
+                )
+    config.pop("_enable_new_api_stack", None)
+    config["enable_rl_module_and_learner"] = True
+    config["enable_env_runner_and_connector_v2"] = True
+
+
+def force_torch(config: dict[str, Any], label: str) -> None:
+    """Set ``framework: torch`` in ``config``; raise if the file asks for another one."""
+    for key in ("framework", "framework_str"):
+        for value in literal_values(config.get(key, "torch")):
+            if value != "torch":
+                raise PrivacyConfigError(
+                    f"{label}config key {key!r} is {value!r}, but rllib_privacy supports "
+                    "torch only; remove the key or set it to torch"
+                )
+    config.pop("framework_str", None)
+    config["framework"] = "torch"
+
+
+def normalize_env_config(config: dict[str, Any]) -> None:
+    """Apply the env's own ``env_config`` normalizer (see ``envs.ENV_CONFIG_HOOKS``)."""
+    from rllib_privacy.envs import normalize_env_config_for  # Lazy: start-up time.
+
+    env_config = config.get("env_config")
+    if isinstance(env_config, Mapping) and not is_grid_search(env_config):
+        config["env_config"] = normalize_env_config_for(config.get("env"), env_config)
+
+
+def storage_path(value: Any) -> str:
+    """Return ``storage_path`` as an absolute path (a URI unchanged; None: the default)."""
+    if value is None:
+        value = DEFAULT_STORAGE_PATH
+    if not isinstance(value, str) or not value:
+        raise PrivacyConfigError(f"'storage_path' must be a path, got {value!r}")
+    if "://" in value:
+        return value  # A URI (s3://, gs://, ...) that Tune's storage layer understands.
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def resolve_env(env: Any) -> tuple[str, str]:
@@ -238,14 +291,3 @@ def _import_object(path: str) -> Callable[..., Any] | None:
     except (ImportError, AttributeError):
         return None
     return obj if callable(obj) else None
-
-
-def _registry_names(category: str) -> list[str]:
-    """Names registered in Tune's (not yet flushed) registry under ``category``."""
-    from ray.tune.registry import _global_registry
-
-    # Tune has no public listing; before ray.init, registrations wait in `_to_flush`,
-    # after it they are in the cluster and `_registered` remembers their keys.
-    pending = list(getattr(_global_registry, "_to_flush", {}))
-    pending += list(getattr(_global_registry, "_registered", ()))
-    return sorted({key for (cat, key) in pending if cat == category})

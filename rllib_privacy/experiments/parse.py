@@ -1,7 +1,9 @@
-"""Reading experiment files (YAML or JSON) and command-line JSON into plain mappings.
+"""Stage 1, parse: the file's text into mappings, and each experiment's shape.
 
-Nothing here knows what an experiment means: the result is checked by
-:mod:`rllib_privacy.experiments.loading`.
+Reads experiment files (YAML or JSON) and command-line JSON into plain mappings, then
+checks that an experiment is a mapping with known keys and names, in ``run``, an
+algorithm registered with Tune (its config class decides which config keys exist).
+What the values mean is for the later stages.
 """
 
 from __future__ import annotations
@@ -9,14 +11,50 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
-from rllib_privacy._validation import describe
+from rllib_privacy._validation import describe, did_you_mean
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
+from rllib_privacy.experiments.registry import resolve_algorithm
+from rllib_privacy.experiments.spec import ExperimentDraft
 
-__all__ = ["load_experiment_file", "parse_json_mapping", "parse_text"]
+__all__ = [
+    "EXPERIMENT_KEYS",
+    "LEGACY_EXPERIMENT_KEY_HINTS",
+    "check_experiment_keys",
+    "load_experiment_file",
+    "parse_experiment",
+    "parse_json_mapping",
+    "parse_text",
+]
+
+#: Keys an experiment may have.
+EXPERIMENT_KEYS = (
+    "run",
+    "env",
+    "stop",
+    "config",
+    "checkpoint_config",
+    "num_samples",
+    "storage_path",
+    "gpu_config",
+)
+
+#: Experiment keys of older Tune/RLlib versions and what to write instead.
+LEGACY_EXPERIMENT_KEY_HINTS = {
+    "local_dir": "use 'storage_path'",
+    "checkpoint_freq": "use 'checkpoint_config: {checkpoint_frequency: N}'",
+    "checkpoint_at_end": "use 'checkpoint_config: {checkpoint_at_end: true}'",
+    "keep_checkpoints_num": "use 'checkpoint_config: {num_to_keep: N}'",
+    "checkpoint_score_attr": "use 'checkpoint_config: {checkpoint_score_attribute: KEY}'",
+    "resources_per_trial": (
+        "RLlib derives trial resources from config (num_env_runners, num_learners, "
+        "num_gpus_per_learner, ...)"
+    ),
+}
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -129,3 +167,42 @@ def parse_json_mapping(text: str, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise PrivacyConfigError(f"{what}: expected a JSON object, got {describe(value)}")
     return value
+
+
+def parse_experiment(name: str, spec: Any) -> ExperimentDraft:
+    """Check one experiment's shape and find the algorithm its ``run`` names.
+
+    Args:
+        name: The experiment name (a directory name under the storage path).
+        spec: The experiment as parsed from the file.
+
+    Returns:
+        The draft the later stages fill in.
+
+    Raises:
+        PrivacyConfigError: Not a mapping, a name that is no directory name, an unknown
+            key, or no (or an unknown) ``run``.
+
+    """
+    if not isinstance(spec, Mapping):
+        raise PrivacyConfigError(
+            f"must be a mapping with at least a 'run' key, got {describe(spec)}"
+        )
+    if "/" in name or name in ("", ".", ".."):
+        raise PrivacyConfigError("the name must be usable as a directory name")
+    check_experiment_keys(spec)
+    if "run" not in spec:
+        raise PrivacyConfigError("missing required key 'run' (an algorithm name, e.g. PPO)")
+    return ExperimentDraft(name=name, spec=spec, algo_cls=resolve_algorithm(spec["run"]))
+
+
+def check_experiment_keys(spec: Mapping[str, Any]) -> None:
+    """Raise for a key that is not in ``EXPERIMENT_KEYS`` (saying what replaced old ones)."""
+    for key in spec:
+        if key in EXPERIMENT_KEYS:
+            continue
+        hint = LEGACY_EXPERIMENT_KEY_HINTS.get(key)
+        hint = f" ({hint})" if hint else did_you_mean(str(key), EXPERIMENT_KEYS)
+        raise PrivacyConfigError(
+            f"unknown key {key!r}{hint}; allowed keys: {', '.join(EXPERIMENT_KEYS)}"
+        )

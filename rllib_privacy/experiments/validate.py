@@ -1,9 +1,10 @@
-"""Checks of an experiment before Ray starts: keys, values, and every grid variant.
+"""Stage 4, validate: every check of an experiment that Ray would otherwise make later.
 
-Each variant's config is built by the algorithm's own config class
+Each grid variant's config is built by the algorithm's own config class
 (``update_from_dict`` and ``validate``), so a file is rejected for what RLlib would
 reject inside a Ray actor, with a message naming the key. Algorithm config classes
-take part through the hooks described in :mod:`rllib_privacy.experiments`.
+take part through the hooks described in [rllib_privacy.experiments][]. The checkpoint
+settings and ``num_samples`` are checked here too.
 
 This package's environments and mechanisms, gymnasium and Ray are imported inside the
 functions that need them: the ``rllib`` command imports this module at start-up.
@@ -17,56 +18,32 @@ import dataclasses
 import inspect
 import itertools
 import logging
-import os
-import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from rllib_privacy._validation import describe, did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.experiments.legacy import LEGACY_EXPERIMENT_KEY_HINTS, translate_metric_key
-from rllib_privacy.experiments.spec import format_variant, is_grid_search, literal_values
+from rllib_privacy.experiments.spec import (
+    ExperimentDraft,
+    Overrides,
+    format_variant,
+    is_grid_search,
+)
 from rllib_privacy.utils.config_keys import allowed_config_keys
 
 __all__ = [
-    "API_STACK_KEYS",
     "DEFAULT_CHECKPOINT_CONFIG",
-    "DEFAULT_STORAGE_PATH",
-    "EXPERIMENT_KEYS",
     "MAX_VALIDATED_VARIANTS",
     "check_config_keys",
-    "check_experiment_keys",
     "check_num_samples",
+    "check_overrides",
     "checkpoint_config",
     "count_variants",
-    "force_new_api_stack",
-    "force_torch",
-    "normalize_env_config",
-    "quiet_rllib",
-    "storage_path",
+    "validate_experiment",
     "validate_variants",
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Keys an experiment may have.
-EXPERIMENT_KEYS = (
-    "run",
-    "env",
-    "stop",
-    "config",
-    "checkpoint_config",
-    "num_samples",
-    "storage_path",
-    "gpu_config",
-)
-
-#: Config keys that switch the API stack; they may only be true.
-API_STACK_KEYS = (
-    "enable_rl_module_and_learner",
-    "enable_env_runner_and_connector_v2",
-    "_enable_new_api_stack",
-)
 
 #: Checkpoint settings used where an experiment's checkpoint_config does not say: a final
 #: checkpoint, and one every 10 iterations (the latest 5 kept) so that --resume continues
@@ -80,34 +57,74 @@ DEFAULT_CHECKPOINT_CONFIG = {
 #: Grid variants validated per experiment; larger grids validate the first ones only.
 MAX_VALIDATED_VARIANTS = 64
 
-#: Where Tune writes results when neither the file nor the command line says.
-DEFAULT_STORAGE_PATH = "~/ray_results"
-
 _RLLIB_SUPPRESS_HINT = (
     "\nTo suppress all validation errors, set "
     "`config.experimental(_validate_config=False)` at your own risk."
 )
 
 
-# --------------------------------------------------------------------------------------
-# Experiment-level keys.
-# --------------------------------------------------------------------------------------
+def check_overrides(overrides: Overrides) -> None:
+    """Check the command line's ``--num-samples`` once for the whole file."""
+    if overrides.num_samples is not None:
+        check_num_samples(overrides.num_samples)
 
 
-def check_experiment_keys(spec: Mapping[str, Any]) -> None:
-    """Raise for a key that is not in ``EXPERIMENT_KEYS`` (saying what replaced old ones)."""
-    for key in spec:
-        if key in EXPERIMENT_KEYS:
-            continue
-        hint = LEGACY_EXPERIMENT_KEY_HINTS.get(key)
-        hint = f" ({hint})" if hint else did_you_mean(str(key), EXPERIMENT_KEYS)
-        raise PrivacyConfigError(
-            f"unknown key {key!r}{hint}; allowed keys: {', '.join(EXPERIMENT_KEYS)}"
+def validate_experiment(
+    draft: ExperimentDraft, overrides: Overrides, has_gpus: bool | None
+) -> None:
+    """Check ``draft``'s configs, checkpoint settings and ``num_samples``, in place.
+
+    Sets ``num_variants``, ``checkpoint_config`` (defaults filled in) and
+    ``num_samples``.
+
+    Args:
+        draft: The resolved experiment.
+        overrides: The command-line overrides (``num_samples`` replaces the file's).
+        has_gpus: Whether the cluster will have GPUs; None (unknown) validates the
+            config both with and without ``gpu_config``.
+
+    Raises:
+        PrivacyConfigError: The first problem, naming the key (and the grid variant).
+
+    """
+    has_gpu_config = draft.gpu_config is not None
+    draft.num_variants = _validate_config(
+        draft.config, draft.algo_cls, validate=has_gpus is not True or not has_gpu_config
+    )
+    if draft.gpu_config is not None:
+        _validate_config(
+            draft.gpu_config,
+            draft.algo_cls,
+            validate=has_gpus is not False,
+            label="with gpu_config merged: ",
         )
+    draft.checkpoint_config = checkpoint_config(draft.checkpoint_config)
+    if overrides.num_samples is not None:
+        draft.num_samples = overrides.num_samples
+    else:
+        draft.num_samples = check_num_samples(draft.spec.get("num_samples", 1))
 
 
-def checkpoint_config(value: Any, notices: list[str]) -> dict[str, Any]:
+def _validate_config(
+    config: dict[str, Any], algo_cls: type, *, validate: bool, label: str = ""
+) -> int:
+    """Count the grid variants; with ``validate``, check the keys and every variant.
+
+    Returns:
+        The number of grid variants.
+
+    """
+    num_variants = count_variants(config, label)
+    if validate:
+        check_config_keys(config, algo_cls.get_default_config(), label)
+        validate_variants(config, algo_cls, num_variants, label)
+    return num_variants
+
+
+def checkpoint_config(value: Any) -> dict[str, Any]:
     """Return the ``tune.CheckpointConfig`` keyword arguments, defaults filled in.
+
+    The translate stage renamed an old API stack ``checkpoint_score_attribute`` already.
 
     Raises:
         PrivacyConfigError: Not a mapping, an unknown key or a value of the wrong kind.
@@ -133,13 +150,6 @@ def checkpoint_config(value: Any, notices: list[str]) -> dict[str, Any]:
             raise PrivacyConfigError(
                 f"checkpoint_config key {key!r} must be {check[1]}, got {result[key]!r}"
             )
-    attribute = result.get("checkpoint_score_attribute")
-    if isinstance(attribute, str) and translate_metric_key(attribute) != attribute:
-        result["checkpoint_score_attribute"] = translate_metric_key(attribute)
-        notices.append(
-            f"checkpoint_score_attribute {attribute!r} is an old API stack key; "
-            f"using {translate_metric_key(attribute)!r}"
-        )
     try:
         tune.CheckpointConfig(**result)
     except (ValueError, TypeError) as e:
@@ -169,58 +179,6 @@ def check_num_samples(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise PrivacyConfigError(f"'num_samples' must be a positive integer, got {value!r}")
     return value
-
-
-def storage_path(value: Any) -> str:
-    """Return ``storage_path`` as an absolute path (a URI unchanged; None: the default)."""
-    if value is None:
-        value = DEFAULT_STORAGE_PATH
-    if not isinstance(value, str) or not value:
-        raise PrivacyConfigError(f"'storage_path' must be a path, got {value!r}")
-    if "://" in value:
-        return value  # A URI (s3://, gs://, ...) that Tune's storage layer understands.
-    return os.path.abspath(os.path.expanduser(value))
-
-
-# --------------------------------------------------------------------------------------
-# The config dict.
-# --------------------------------------------------------------------------------------
-
-
-def force_new_api_stack(config: dict[str, Any], label: str) -> None:
-    """Set the new API stack keys in ``config``; raise if the file switches it off."""
-    for key in API_STACK_KEYS:
-        for value in literal_values(config.get(key, True)):
-            if value is not True:
-                raise PrivacyConfigError(
-                    f"{label}config key {key!r} is {value!r}, but rllib_privacy runs on "
-                    "RLlib's new API stack only; remove the key"
-                )
-    config.pop("_enable_new_api_stack", None)
-    config["enable_rl_module_and_learner"] = True
-    config["enable_env_runner_and_connector_v2"] = True
-
-
-def force_torch(config: dict[str, Any], label: str) -> None:
-    """Set ``framework: torch`` in ``config``; raise if the file asks for another one."""
-    for key in ("framework", "framework_str"):
-        for value in literal_values(config.get(key, "torch")):
-            if value != "torch":
-                raise PrivacyConfigError(
-                    f"{label}config key {key!r} is {value!r}, but rllib_privacy supports "
-                    "torch only; remove the key or set it to torch"
-                )
-    config.pop("framework_str", None)
-    config["framework"] = "torch"
-
-
-def normalize_env_config(config: dict[str, Any]) -> None:
-    """Apply the env's own ``env_config`` normalizer (see ``envs.ENV_CONFIG_HOOKS``)."""
-    from rllib_privacy.envs import normalize_env_config_for  # Lazy: start-up time.
-
-    env_config = config.get("env_config")
-    if isinstance(env_config, Mapping) and not is_grid_search(env_config):
-        config["env_config"] = normalize_env_config_for(config.get("env"), env_config)
 
 
 def check_config_keys(config: Mapping[str, Any], default: Any, label: str) -> None:
@@ -258,11 +216,6 @@ def _check_keys(
                 f"{label}{what} {key!r} is not known to {class_name}"
                 f"{did_you_mean(str(key), allowed)}; see {class_name} for allowed keys"
             )
-
-
-# --------------------------------------------------------------------------------------
-# Grid variants.
-# --------------------------------------------------------------------------------------
 
 
 def count_variants(config: Mapping[str, Any], label: str) -> int:
@@ -389,21 +342,3 @@ def _call_validate_hook(config_cls: type, variant: dict[str, Any]) -> None:
         hook(config_cls, variant)  # A plain function attribute taking (cls, d).
     else:
         hook(variant)  # A classmethod or staticmethod.
-
-
-@contextlib.contextmanager
-def quiet_rllib() -> Iterator[None]:
-    """Silence RLlib's and gymnasium's warnings while configs are only validated."""
-    import gymnasium as gym
-
-    rllib_logger = logging.getLogger("ray.rllib")
-    level, gym_level = rllib_logger.level, gym.logger.min_level
-    rllib_logger.setLevel(logging.ERROR)
-    gym.logger.min_level = gym.logger.ERROR  # Imports may reset the warnings filters.
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        rllib_logger.setLevel(level)
-        gym.logger.min_level = gym_level
