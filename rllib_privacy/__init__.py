@@ -8,9 +8,9 @@ The public classes are importable from the top level, e.g.
 
 Registration with Tune (algorithm names such as ``"LDPA3C"`` for ``tune.Tuner`` and
 ``run:`` in experiment files) and with gymnasium (``rllib_privacy/CartPoleGravity-v0``)
-happens when :func:`register` is called, and automatically when an algorithm or an
+happens when ``register`` is called, and automatically when an algorithm or an
 algorithm config class is taken from this top-level package and when ``rllib train``
-runs. Call :func:`register` yourself before naming an algorithm or env of this package
+runs. Call ``register`` yourself before naming an algorithm or env of this package
 as a string in a script that imports nothing else of it.
 """
 

@@ -164,7 +164,7 @@ class GroupCurve:
 
     @property
     def name(self) -> str:
-        """The group's name, see :func:`group_name`."""
+        """The group's name, see ``group_name``."""
         return group_name(self.group_by, self.value)
 
     @property
@@ -237,17 +237,17 @@ def find_trial_dirs(results_dirs: Sequence[str | os.PathLike]) -> list[Path]:
 
 
 def load_trials(results_dirs: Sequence[str | os.PathLike]) -> list[TrialResults]:
-    """Read every trial folder in or below ``results_dirs`` (see :func:`find_trial_dirs`).
+    """Read every trial folder in or below ``results_dirs`` (see ``find_trial_dirs``).
 
     Args:
         results_dirs: Trial, experiment, or parent folders of experiment folders.
 
     Returns:
-        One :class:`TrialResults` per trial folder, sorted by path. Trials that have not
+        One ``TrialResults`` per trial folder, sorted by path. Trials that have not
         reported a result yet are included with no rows.
 
     Raises:
-        PrivacyConfigError: See :func:`find_trial_dirs`; also a ``params.json`` or a
+        PrivacyConfigError: See ``find_trial_dirs``; also a ``params.json`` or a
             ``result.json`` line (other than a last, partly written one) that is not
             valid JSON.
 
@@ -404,7 +404,7 @@ def format_value(value: Any) -> str:
 
 
 def group_name(group_by: str, value: Any) -> str:
-    """``KEY=value``; for :data:`SAME_CONFIG`, the keys that set the group apart.
+    """``KEY=value``; for ``SAME_CONFIG``, the keys that set the group apart.
 
     E.g. ``lr=0.001, mechanism=laplace``, or ``all trials`` when there is one group.
     """
@@ -426,8 +426,8 @@ def group_trials(
 ) -> list[tuple[Any, list[TrialResults]]]:
     """Group trials by the value of one config key, numbers in increasing order first.
 
-    With ``group_by`` :data:`SAME_CONFIG` (``""``), trials whose configs are equal apart
-    from :data:`SEED_KEYS` form a group (the seeds, or Tune samples, of one setting); each
+    With ``group_by`` ``SAME_CONFIG`` (``""``), trials whose configs are equal apart
+    from ``SEED_KEYS`` form a group (the seeds, or Tune samples, of one setting); each
     group's value is then the mapping of the flattened config keys in which the groups
     differ (empty when there is one group).
 
@@ -572,17 +572,17 @@ def aggregate_curves(
     evenly spaced values over their range when the union is larger. Points reached by
     fewer than ``min_seeds`` trials are left out.
 
-    Trials without a value for the metric or x are skipped with a :class:`PlotWarning`;
+    Trials without a value for the metric or x are skipped with a ``PlotWarning``;
     so is a group where this leaves no trial. A group whose trials also differ in config
     keys other than ``group_by`` and ``seed`` gets a warning: they are pooled as seeds.
 
     Args:
-        trials: Trials, e.g. from :func:`load_trials`.
+        trials: Trials, e.g. from ``load_trials``.
         group_by: The config key (``/`` for nested keys) whose values make the curves;
-            :data:`SAME_CONFIG` (the default): one curve per config, seeds pooled.
+            ``SAME_CONFIG`` (the default): one curve per config, seeds pooled.
         metric: The result key plotted (``/`` for nested keys).
         x: The result key of the x-axis; default: env steps, the first of
-            :data:`DEFAULT_X_KEYS` each trial reports.
+            ``DEFAULT_X_KEYS`` each trial reports.
         band: Upper percentile of the band, in [50, 100].
         points: Largest number of grid points per curve (>= 2).
         min_seeds: Fewest trials a grid point needs (>= 1).
@@ -812,10 +812,10 @@ def plot_learning_curves(
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change), so it
     works headless and inside notebooks alike. The format follows the file suffix (PNG
-    for ``.png``); missing parent folders are created. See :func:`build_figure`.
+    for ``.png``); missing parent folders are created. See ``build_figure``.
 
     Args:
-        curves: Curves from :func:`aggregate_curves`.
+        curves: Curves from ``aggregate_curves``.
         output: The image file.
         metric: The y-axis label; default: the curves' metric.
         title: The title; default: the metric and what the band is.

@@ -1,6 +1,6 @@
 """Empirical privacy auditing of mechanisms (pure: numpy/scipy only, never imports Ray).
 
-:func:`audit_mechanism` draws many releases of a mechanism on two adjacent inputs, searches
+``audit_mechanism`` draws many releases of a mechanism on two adjacent inputs, searches
 output events on one half of the draws and reports, from the other half, the largest ε that
 is statistically supported (a Clopper–Pearson lower confidence bound). Use it on the
 package's mechanisms (``tests/unit/test_audit_mechanisms.py``) or on your own.

@@ -1,12 +1,12 @@
 """Labeling callback: collected samples → PATE labels from the one global teacher service.
 
 At the end of every ``EnvRunner.sample()`` (training runners only, never evaluation),
-:class:`PATELabelingCallback` picks which of the freshly collected states to label (all,
+``PATELabelingCallback`` picks which of the freshly collected states to label (all,
 a random subset, or the student's least-confident first: paper App. B.2), sends them to
-the algorithm's single :class:`~rllib_privacy.pate.labeler.PATELabeler` actor and stores
+the algorithm's single ``PATELabeler`` actor and stores
 the answers in ``episode.custom_data["pate_label"]`` (one int per timestep, ``-1`` =
 unlabeled). The labels are therefore computed once per collected sample; the learner
-connector :class:`~rllib_privacy.connectors.AddPATELabelsToBatch` copies them into the
+connector ``AddPATELabelsToBatch`` copies them into the
 train batch, where every SGD epoch and minibatch reuses them.
 """
 

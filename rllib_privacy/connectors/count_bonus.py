@@ -58,7 +58,7 @@ class AddCountBonusToRewards(ConnectorV2):
     """Hashes, counts and adds the exploration bonus to every episode's rewards.
 
     One instance holds one global count table. PPO's learner inserts it (see
-    ``CountExplorationLearnerMixin``); off-policy algorithms call :meth:`apply` on
+    ``CountExplorationLearnerMixin``); off-policy algorithms call ``apply`` on
     freshly sampled episodes before they enter the replay buffer (``ExplorationDQN``),
     so a state is counted once when collected, never again when replayed.
 
@@ -178,6 +178,6 @@ class AddCountBonusToRewards(ConnectorV2):
 
     @override(ConnectorV2)
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`get_state` returned."""
+        """Restores what ``get_state`` returned."""
         if "count_exploration" in state:
             self.exploration.load_state_dict(state["count_exploration"])

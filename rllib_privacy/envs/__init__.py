@@ -1,7 +1,7 @@
 """Environments shipped with rllib_privacy, registered with gymnasium on import.
 
 Ids, ``register_envs`` and the ``env_config`` checks live in
-:mod:`rllib_privacy.envs.registry` (which imports no environment module); this package
+``rllib_privacy.envs.registry`` (which imports no environment module); this package
 fills its ``ENV_CONFIG_HOOKS`` with each environment's check.
 """
 

@@ -9,12 +9,12 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
 - **Observation**: sinusoidal positional encoding (Vaswani et al. 2017) of the current
   instance's value, position ``p = 1000·(d - min)/Δf``, ``pe_dim`` entries
   ``sin(p/10000^{2k/pe_dim})``, ``cos(...)``; concatenated with the PMF (``bins`` shared
-  bins, see :mod:`rllib_privacy.mechanisms.instance_laplace`) of all query outputs under
+  bins, see ``rllib_privacy.mechanisms.instance_laplace``) of all query outputs under
   the current scale set.
 - **Actions**: the paper's five scales ``b ∈ {3Δf/ε, 2Δf/ε, Δf/2, 0.01Δf/2, 0.001Δf/2}``
   (configurable, ``actions``), with ``Δf = max(D) - min(D)``; ``actions: "geometric:N"`` is
   a finer set of N scales spaced geometrically from ``0.0005·Δf`` to ``Δf/ε``
-  (:func:`rllib_privacy.accounting.ilm_scales.geometric_scales`).
+  (``rllib_privacy.accounting.ilm_scales.geometric_scales``).
 - **Reward** ``R = R_E + R_U``. ``R_U = 1 - KL_DRL/KL_LAP`` if ``KL_DRL < KL_LAP`` else -1,
   where ``KL_DRL`` is the KL divergence between the data's PMF and the output PMF under
   the current scale set, and ``KL_LAP`` the same under uniform Laplace at ``Δf/ε``.
@@ -23,7 +23,7 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
   the default: the scale the mechanism falls back to, so every intermediate scale set is a
   real mechanism) or at the scale just chosen (``unassigned: same``: "if every remaining
   instance chose the same", less pessimistic about small scales), and the check is the
-  exact loss (:func:`rllib_privacy.accounting.pdp.instance_privacy_losses`) of the instance
+  exact loss (``rllib_privacy.accounting.pdp.instance_privacy_losses``) of the instance
   just assigned; at the last step, where every scale is final, every instance is checked
   exactly (an earlier instance can be pushed over ε by later choices, and only this
   terminal check sees it): ``R_E = +1`` if all are within ε, else ``-k`` for the k
@@ -39,15 +39,15 @@ Jang and Yang, AAAI 2024 student abstract; docs/components/instance-laplace.md):
 MDP above a small scale is safe only once many copies of a value share it, but the copies
 are assigned one at a time, so the first to go narrow violates and every copy learns to stay
 wide: DQN collapses to one scale. ``improve`` lets the agent make the joint move, as the
-greedy baseline (:func:`rllib_privacy.accounting.ilm_scales.greedy_scales`) does:
+greedy baseline (``rllib_privacy.accounting.ilm_scales.greedy_scales``) does:
 
 - start: every instance at the best single scale of the action set
-  (:func:`~rllib_privacy.accounting.ilm_scales.best_single_scale`; Δf/ε if none is feasible);
+  (``best_single_scale``; Δf/ε if none is feasible);
   an episode is ``passes`` sweeps over the G distinct values, most frequent first
   (``shuffle: true``: a fresh random order per sweep);
 - action ``a`` moves every copy of the current value to scale ``a``; the move is kept only if
   every instance's exact loss stays ≤ ε
-  (:func:`~rllib_privacy.accounting.ilm_scales.feasible_losses`), else it is rejected (no
+  (``feasible_losses``), else it is rejected (no
   change) with reward ``-1``; keeping the current scale is reward 0;
 - an accepted move earns ``G·ln(KL_before/KL_after)`` (potential-based: an episode's rewards
   sum to ``G·ln(KL_start/KL_final)`` minus the rejected moves, so a move is worth O(1)
@@ -60,8 +60,8 @@ greedy baseline (:func:`rllib_privacy.accounting.ilm_scales.greedy_scales`) does
 Every intermediate assignment is feasible. ``unassigned`` and ``utility_reward`` do not apply.
 
 **Release.** Whatever the policy chose, the assignment that is released goes through
-:func:`rllib_privacy.accounting.ilm_scales.repair_scales` (it widens scales until every
-instance is within ε): :meth:`InstanceWiseLaplaceEnv.release` and the episode summary use
+``rllib_privacy.accounting.ilm_scales.repair_scales`` (it widens scales until every
+instance is within ε): ``InstanceWiseLaplaceEnv.release`` and the episode summary use
 the repaired scales. The reward is computed on the policy's own scales (the repair is not
 part of the MDP: the agent should learn not to need it).
 
@@ -123,10 +123,10 @@ _GEOMETRIC_PATTERN = re.compile(r"^\s*geometric\s*:\s*([0-9]+)\s*$")
 
 @dataclasses.dataclass(frozen=True)
 class ILMSettings:
-    """Validated ``env_config`` of :class:`InstanceWiseLaplaceEnv` (keys as in YAML).
+    """Validated ``env_config`` of ``InstanceWiseLaplaceEnv`` (keys as in YAML).
 
     Attributes:
-        dataset: Bundled dataset name (see :data:`BUNDLED_DATASETS`); ignored when
+        dataset: Bundled dataset name (see ``BUNDLED_DATASETS``); ignored when
             ``data_path`` is set.
         data_path: CSV file (with a header row) of the user's own data, or None.
         column: Column to use; None picks the bundled dataset's default column, or the
@@ -142,7 +142,7 @@ class ILMSettings:
         unassigned: Scale the mid-episode pDP check gives the instances not assigned yet:
             ``"uniform"`` (Δf/ε, the default) or ``"same"`` (the action just taken, i.e.
             "if every remaining instance chose the same").
-        secure_mode: :meth:`InstanceWiseLaplaceEnv.release` draws OpenDP's
+        secure_mode: ``InstanceWiseLaplaceEnv.release`` draws OpenDP's
             floating-point-safe Laplace noise instead of numpy's.
         utility_reward: ``"paper"`` (``R_U`` of the whole assignment, the default) or
             ``"marginal"`` (the step's KL improvement × n / KL_LAP).
@@ -407,7 +407,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
     """Assign a Laplace scale to every instance of a dataset (see the module docstring).
 
     Args:
-        env_config: Optional mapping of the keys of :class:`ILMSettings` (RLlib style).
+        env_config: Optional mapping of the keys of ``ILMSettings`` (RLlib style).
         **kwargs: The same keys as keyword arguments (``gym.make`` style).
 
     """
@@ -568,14 +568,14 @@ class InstanceWiseLaplaceEnv(gym.Env):
         return dict(self._moves) if self.improve else None
 
     def released_scales(self) -> np.ndarray:
-        """The current scales after :func:`~rllib_privacy.accounting.ilm_scales.repair_scales`.
+        """The current scales after ``repair_scales``.
 
         Every instance is within ε under them; instances not assigned yet are at Δf/ε.
         """
         return repair_scales(self.values, self.scales, self.epsilon).scales
 
     def release(self, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Release the data with :meth:`released_scales`: ``y_i = d_i + Lap(b_i)``, one draw each.
+        """Release the data with ``released_scales``: ``y_i = d_i + Lap(b_i)``, one draw each.
 
         The scales are the current ones after the repair step, so every instance is within
         ε. The noise never comes from the env's (seeded) generator: ``rng`` or a fresh

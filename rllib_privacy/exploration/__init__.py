@@ -1,10 +1,10 @@
 """Count-based exploration (Tang et al. 2017, "#Exploration"): pure layer, no Ray import.
 
-Hashers map states to codes (:class:`SimHash`, :class:`AutoencoderHash`, :class:`BASS`
-features + SimHash, :class:`KeyFunctionHash`), counters count codes
-(:class:`ExactCounter`, :class:`CountMinSketch`), :func:`count_bonus` turns counts into
-r⁺ = β·f(n), and :class:`CountBasedExploration` chains the three as configured by an
-:class:`ExplorationSpec` (the ``count_exploration_config`` config dict). The RLlib plug-ins are
+Hashers map states to codes (``SimHash``, ``AutoencoderHash``, ``BASS``
+features + SimHash, ``KeyFunctionHash``), counters count codes
+(``ExactCounter``, ``CountMinSketch``), ``count_bonus`` turns counts into
+r⁺ = β·f(n), and ``CountBasedExploration`` chains the three as configured by an
+``ExplorationSpec`` (the ``count_exploration_config`` config dict). The RLlib plug-ins are
 in ``rllib_privacy.connectors.count_bonus`` and ``rllib_privacy.algorithms.count_exploration``.
 """
 

@@ -2,8 +2,8 @@
 
 SmartHash counts states by a hand-picked integer key, e.g. Montezuma's Revenge's room
 number, agent (x, y) and object flags read from RAM (indices 3, 42, 43, 27, 67), with
-coordinates binned on a grid. :func:`ram_grid_key` is that key for any RAM game;
-:class:`KeyFunctionHash` wraps any function of a state batch.
+coordinates binned on a grid. ``ram_grid_key`` is that key for any RAM game;
+``KeyFunctionHash`` wraps any function of a state batch.
 """
 
 from __future__ import annotations

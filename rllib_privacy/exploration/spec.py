@@ -1,7 +1,7 @@
 """Count-based exploration settings and the object that applies them.
 
-:class:`ExplorationSpec` is the ``count_exploration_config`` config dict;
-:class:`CountBasedExploration` hashes a batch of states, counts it, returns the bonuses.
+``ExplorationSpec`` is the ``count_exploration_config`` config dict;
+``CountBasedExploration`` hashes a batch of states, counts it, returns the bonuses.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class ObservationInfo:
 class ExplorationSpec:
     """The ``count_exploration_config`` settings (keys table: docs/components/count-exploration.md).
 
-    Attributes mirror the dict keys; see :meth:`from_dict`.
+    Attributes mirror the dict keys; see ``from_dict``.
     """
 
     hash: str = "simhash"
@@ -257,7 +257,7 @@ class CountBasedExploration:
 
     @property
     def is_learned(self) -> bool:
-        """Whether the hash is an autoencoder that needs :meth:`before_update`."""
+        """Whether the hash is an autoencoder that needs ``before_update``."""
         return isinstance(self.hasher, AutoencoderHash)
 
     def before_update(self, observations: np.ndarray) -> dict[str, float]:
@@ -290,7 +290,7 @@ class CountBasedExploration:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned."""
+        """Restores what ``state_dict`` returned."""
         self.counter.load_state_dict(state["counter"])
         self.hasher.load_state_dict(state["hasher"])
         self.num_updates = int(state["num_updates"])

@@ -15,7 +15,7 @@ COMPONENT_COUNT_EXPLORATION = "count_exploration"
 
 
 class CountExplorationLearnerMixin:
-    """Prepends a :class:`AddCountBonusToRewards` piece to the learner connector pipeline.
+    """Prepends a ``AddCountBonusToRewards`` piece to the learner connector pipeline.
 
     The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
     ``config.count_exploration_config`` with the module's observation space. There is one

@@ -12,7 +12,7 @@ The mechanism comes from, in this order:
 
 1. ``config.get_gradient_mechanism()`` if the AlgorithmConfig has it (LDPA3CConfig);
 2. ``config.learner_config_dict["ldp_gradient"]``: a dict with the fields of
-   :class:`rllib_privacy.mechanisms.GradientMechanism` (``name``, ``epsilon``,
+   ``rllib_privacy.mechanisms.GradientMechanism`` (``name``, ``epsilon``,
    ``clip``, ``reduced_dim``, ``debias``, ``secure_mode``), e.g. for PPO:
    ``learner_config_dict: {ldp_gradient: {name: laplace, epsilon: 5.0, clip: 0.01}}``.
 
@@ -21,7 +21,7 @@ If neither is set the mixin is a no-op. A config attribute ``privacy_epsilon_bud
 ``BudgetExhaustedError`` before anything is noised or applied.
 
 Every privatized gradient is one release, recorded in a per-module
-:class:`~rllib_privacy.accounting.LDPLedger` (privacy unit: the learner's training data,
+``LDPLedger`` (privacy unit: the learner's training data,
 everything its gradients are computed from, as one "agent"; updates compose sequentially).
 The learner reports ``privacy/epsilon_spent``, ``privacy/delta_spent`` and
 ``privacy/releases`` from it under its module's results, and the ledgers are part of the
@@ -82,7 +82,7 @@ class LDPGradientPrivatizerMixin:
             pass
 
     Noise is drawn from a numpy Generator that is seeded from OS entropy
-    (``secrets``) unless :meth:`set_privatizer_rng` gives one (LDPA3C gives every local
+    (``secrets``) unless ``set_privatizer_rng`` gives one (LDPA3C gives every local
     agent its own independent stream). With the mechanism's ``secure_mode`` the generator
     is ignored: OpenDP's samplers and per-release OS entropy draw the noise.
     """

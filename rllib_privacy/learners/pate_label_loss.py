@@ -28,7 +28,7 @@ class PATELabelLossMixin(TorchLearner):
     """Loss = base loss + coeff · mean cross-entropy(π_θ(·|s), noisy label) over labeled s.
 
     Put it before the learner class: ``class L(PATELabelLossMixin, PPOTorchLearner)``.
-    ``build()`` inserts :class:`AddPATELabelsToBatch` into the learner connector (right
+    ``build()`` inserts ``AddPATELabelsToBatch`` into the learner connector (right
     after the observations are added), so labels written by the labeling callback reach
     the batch.
 

@@ -2,21 +2,21 @@
 
 Gradient mechanisms of Ono & Takahashi, "Locally Private Distributed Reinforcement
 Learning": the Laplace mechanism (Alg. 2) and Projected Random Sign (Alg. 3); the optimal
-unbiased ε-LDP mechanisms for L2-bounded vectors (:mod:`.privunit`, docs/components/ldp-a3c.md):
+unbiased ε-LDP mechanisms for L2-bounded vectors (``privunit``, docs/components/ldp-a3c.md):
 PrivUnitG (Asi, Feldman & Talwar, ICML 2022) and PrivUnit2 (Bhowmick et al. 2018), with
 vectorized row variants, their MSE-optimal γ, debiasing scale m and closed-form MSE; plus
-:class:`GradientMechanism`, a validated spec that applies any of them (or none), to one
+``GradientMechanism``, a validated spec that applies any of them (or none), to one
 gradient or to a stack of rows.
 
 The Dirichlet mechanism of Gohari et al., "Privacy-Preserving Kickstarting Deep Reinforcement
 Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma 1 radius and
 the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
-Instance-wise Laplace mechanism of Ryu et al. (:mod:`.instance_laplace`): per-instance
+Instance-wise Laplace mechanism of Ryu et al. (``instance_laplace``): per-instance
 Laplace release and its exact output PMF / KL divergence on shared bins.
 PATE's noisy-max vote aggregation (LNMax, GNMax, Confident-GNMax).
-Secure noise (:mod:`.secure_noise`): OpenDP's floating-point-safe samplers behind every
+Secure noise (``secure_noise``): OpenDP's floating-point-safe samplers behind every
 mechanism's ``secure_mode``, OS-entropy generators, per-agent noise streams and the
-fixed-seed :class:`PrivacyWarning`.
+fixed-seed ``PrivacyWarning``.
 """
 
 from rllib_privacy.mechanisms.dirichlet import (

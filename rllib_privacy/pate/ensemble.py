@@ -4,7 +4,7 @@ Each teacher is an RLlib RLModule trained on its own private data (e.g. its own 
 CartPole gravities, see ``tuned_configs/pate_teachers_cartpole.yaml``). A teacher's vote
 on a state is its greedy action (argmax of its action-distribution inputs).
 
-Teachers can be named by (see :func:`resolve_teacher_checkpoints`):
+Teachers can be named by (see ``resolve_teacher_checkpoints``):
 
 * an RLModule directory (written by ``RLModule.save_to_path``);
 * an Algorithm checkpoint directory (``.../checkpoint_000009``): its module
@@ -124,7 +124,7 @@ class TeacherEnsemble:
     """Teacher RLModules whose greedy actions are counted as votes.
 
     Args:
-        module_dirs: RLModule directories (see :func:`resolve_teacher_checkpoints`).
+        module_dirs: RLModule directories (see ``resolve_teacher_checkpoints``).
         observation_space: The student's observation space; every teacher must have it.
         action_space: The student's action space, ``gymnasium.spaces.Discrete``; every
             teacher must have it.

@@ -1,13 +1,13 @@
 """The PATE aggregator for RL: teacher ensemble + noisy max + the one global ledger.
 
-:class:`PATELabeler` is the trusted party of PATE. It holds the teachers (trained on
+``PATELabeler`` is the trusted party of PATE. It holds the teachers (trained on
 private data), counts their votes on the states the student sends, answers with noisy-max
 labels while the budget lasts, and records every answered query in a
-:class:`~rllib_privacy.accounting.PATELedger`. The student side (EnvRunners, the learner)
+``PATELedger``. The student side (EnvRunners, the learner)
 only ever receives labels, ``-1`` for "not answered", and aggregate metrics.
 
-:class:`~rllib_privacy.algorithms.pate_ppo.PATEPPO` runs exactly one labeler per
-algorithm, as a Ray actor (:func:`create_labeler_actor`), so that every EnvRunner spends
+``PATEPPO`` runs exactly one labeler per
+algorithm, as a Ray actor (``create_labeler_actor``), so that every EnvRunner spends
 from the same budget: an actor handles one call at a time, so two EnvRunners can never
 both spend the last query.
 """
@@ -46,7 +46,7 @@ JOURNAL_COMPONENT = "pate_labeler"
 class PATELabeler:
     """Noisy-max labels from a teacher ensemble under one budgeted ledger.
 
-    The aggregator is the ledger's (:attr:`PATELedger.aggregator`): LNMax (γ), GNMax (σ) or
+    The aggregator is the ledger's (``PATELedger.aggregator``): LNMax (γ), GNMax (σ) or
     Confident-GNMax (threshold, σ₁, σ₂; a query below the threshold is recorded, costs the
     threshold step, and gets no label).
 
@@ -63,7 +63,7 @@ class PATELabeler:
         track_label_agreement: Count how often the noisy label equals the noiseless
             plurality. NOT private (it is a function of the votes): off by default.
         report_data_dependent_epsilon: Report the un-noised data-dependent ε in
-            :meth:`metrics` (``epsilon_data_dependent``). NOT private (a function of the
+            ``metrics`` (``epsilon_data_dependent``). NOT private (a function of the
             votes): off by default.
         journal_path: File of the write-ahead privacy journal (see
             ``rllib_privacy.teachers.journaling``), or None (no journal: tests). The votes of
@@ -133,7 +133,7 @@ class PATELabeler:
 
         Returns:
             ``(labels, exhausted)``: int64 labels of shape ``(N,)`` with
-            :data:`UNLABELED` for every state past the budget, and whether the labeler
+            ``UNLABELED`` for every state past the budget, and whether the labeler
             has stopped answering for good (the first query that did not fit stops it).
 
         """
@@ -255,12 +255,12 @@ class PATELabeler:
     def load_state_dict(
         self, state: dict[str, Any], *, journal_marker: dict[str, Any] | None = None
     ) -> None:
-        """Continue from a :meth:`state_dict`: the spent budget is never reset.
+        """Continue from a ``state_dict``: the spent budget is never reset.
 
         With a journal, the queries journaled after that state was taken (answered after the
         checkpoint, before a crash) are replayed on top of it and counted in
         ``metrics()["replayed_queries"]``. A state from another journal (or without a
-        ``journal_marker``: see :meth:`checkpoint`) is instead written to this journal as a
+        ``journal_marker``: see ``checkpoint``) is instead written to this journal as a
         snapshot, so the journal alone still reproduces the totals.
         """
         self._load_state(state)
@@ -319,7 +319,7 @@ class PATELabeler:
                 )
 
     def _load_state(self, state: dict[str, Any]) -> None:
-        """Load a :meth:`state_dict` as it is (``load_state_dict`` adds the journal's tail)."""
+        """Load a ``state_dict`` as it is (``load_state_dict`` adds the journal's tail)."""
         self._ledger.load_state_dict(state["ledger"])
         self._agreements = int(state["agreements"])
         self._requested = int(state["requested"])
@@ -339,12 +339,12 @@ def _settings(mechanism: dict[str, Any]) -> str:
 
 
 def create_labeler_actor(**kwargs: Any) -> Any:
-    """Start a :class:`PATELabeler` as a Ray actor and wait until its teachers are loaded.
+    """Start a ``PATELabeler`` as a Ray actor and wait until its teachers are loaded.
 
     No CPU is reserved for it: it mostly waits for EnvRunners' requests.
 
     Args:
-        **kwargs: :class:`PATELabeler`'s arguments.
+        **kwargs: ``PATELabeler``'s arguments.
 
     Returns:
         The actor handle.

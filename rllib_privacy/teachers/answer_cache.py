@@ -3,7 +3,7 @@
 User guide: docs/components/kickstarting.md#answer-cache-and-query-rule.
 
 A state's code is its SimHash φ(s) = sgn(A·g(s)) (Tang et al. 2017, eq. 2; the hasher of
-:class:`rllib_privacy.exploration.SimHash`) with ``bits`` bits, a Gaussian projection A drawn
+``rllib_privacy.exploration.SimHash``) with ``bits`` bits, a Gaussian projection A drawn
 from a fixed seed and g(s) = [s scaled to [−1, 1] on every bounded coordinate (unbounded ones
 as they are), 1]: the constant input makes the hyperplanes affine, so they cut the box into
 cells instead of cones through the origin. ``bits`` sets the granularity: more bits, smaller

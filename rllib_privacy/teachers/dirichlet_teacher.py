@@ -85,7 +85,7 @@ class TeacherSettings:
         delta_budget: Total δ the teacher may spend (default 1e-5). Under ``"rdp"`` it is
             the δ at which the composed RDP curve is converted to the reported ε, so it must
             be below 1; under ``"basic"``/``"advanced"`` one release's δ (eq. 6 at k₀) must be
-            below it (:meth:`check_release_delta`).
+            below it (``check_release_delta``).
         min_k: Stop sharing once k_t < min_k.
         composition: How the ledger composes releases: ``"rdp"`` (default; Rényi DP of the
             Dirichlet mechanism, no per-release δ and no ln(1/τ) term), ``"basic"`` or

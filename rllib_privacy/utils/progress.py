@@ -51,7 +51,7 @@ def progress_line(trial_name: str, result: dict[str, Any]) -> str | None:
 
 
 def progress_callback() -> Any:
-    """A ``ray.tune.Callback`` that prints :func:`progress_line` for every result."""
+    """A ``ray.tune.Callback`` that prints ``progress_line`` for every result."""
     from ray import tune
 
     class ProgressLines(tune.Callback):

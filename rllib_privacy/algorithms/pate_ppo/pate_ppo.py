@@ -9,11 +9,11 @@ keeps training on them (label replay, ``pate_label_sgd_steps``): post-processing
 Where things live:
 
 * the teachers, the noise and the ONE ledger: a single Ray actor
-  (:class:`~rllib_privacy.pate.labeler.PATELabeler`) started by the Algorithm;
-* choosing states and asking: :class:`~rllib_privacy.callbacks.PATELabelingCallback`
+  (``PATELabeler``) started by the Algorithm;
+* choosing states and asking: ``PATELabelingCallback``
   on every EnvRunner, once per collected sample;
-* labels into the batch and the loss: :class:`~rllib_privacy.connectors.AddPATELabelsToBatch`
-  and :class:`~rllib_privacy.learners.PATELabelLossMixin` (``PATEPPOTorchLearner``);
+* labels into the batch and the loss: ``AddPATELabelsToBatch``
+  and ``PATELabelLossMixin`` (``PATEPPOTorchLearner``);
 * checkpoints: ``PATEPPO.get_state/set_state`` carry the labeler's ledger, so a restored
   run continues the spent budget.
 """
