@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from rllib_privacy.mechanisms._validation import (
+from rllib_privacy._validation import (
     check_finite_positive,
     check_generator,
     check_int_in_range,

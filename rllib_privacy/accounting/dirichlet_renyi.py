@@ -77,8 +77,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting.dirichlet import _check_nonnegative
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
 __all__ = [
     "DEFAULT_ORDERS",

@@ -52,12 +52,12 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.special import logsumexp
 
+from rllib_privacy._validation import check_finite_positive
 from rllib_privacy.accounting.dirichlet_renyi import (
     _check_orders,
     _tight_conversion,
     _tight_epsilons,
 )
-from rllib_privacy.mechanisms._validation import check_finite_positive
 from rllib_privacy.mechanisms.noisy_max import validate_votes
 
 __all__ = [

@@ -34,14 +34,14 @@ import math
 
 import numpy as np
 
-from rllib_privacy.accounting.pdp import (
-    instance_privacy_losses,
-    instance_privacy_losses_on_grid,
-)
-from rllib_privacy.mechanisms._validation import (
+from rllib_privacy._validation import (
     as_float64_array,
     check_finite_positive,
     check_int_in_range,
+)
+from rllib_privacy.accounting.pdp import (
+    instance_privacy_losses,
+    instance_privacy_losses_on_grid,
 )
 from rllib_privacy.mechanisms.instance_laplace import (
     histogram_pmf,

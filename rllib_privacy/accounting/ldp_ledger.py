@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
 __all__ = ["LDPLedger", "per_submission_epsilon"]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting.gnmax import (
     GNMAX_ORDERS,
     gnmax_data_independent_rdp,
@@ -29,7 +30,6 @@ from rllib_privacy.accounting.pate_moments import (
     moment_orders,
 )
 from rllib_privacy.errors import BudgetExhaustedError
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.mechanisms.noisy_max import validate_votes
 
 __all__ = ["AGGREGATORS", "BUDGET_BASES", "PATELedger"]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.mechanisms.noisy_max import validate_votes
 
 __all__ = [

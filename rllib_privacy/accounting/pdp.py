@@ -59,7 +59,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from rllib_privacy.mechanisms._validation import as_float64_array, check_finite_positive
+from rllib_privacy._validation import as_float64_array, check_finite_positive
 
 __all__ = [
     "PDPGroups",

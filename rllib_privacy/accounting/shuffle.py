@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 
 __all__ = ["shuffle_epsilon", "shuffle_epsilon_closed_form"]
 

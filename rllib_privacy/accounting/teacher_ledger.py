@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.dirichlet import _check_nonnegative
 from rllib_privacy.accounting.dirichlet_renyi import (
@@ -49,7 +50,6 @@ from rllib_privacy.accounting.dirichlet_renyi import (
 from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
 from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
 __all__ = ["COMPOSITIONS", "TeacherLedger", "compose_advanced", "compose_basic"]
 

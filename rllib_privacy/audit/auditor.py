@@ -52,13 +52,13 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_generator, check_int_in_range
 from rllib_privacy.audit.bounds import (
     check_confidence,
     check_delta,
     clopper_pearson,
     epsilon_lower_bound,
 )
-from rllib_privacy.mechanisms._validation import check_generator, check_int_in_range
 
 __all__ = ["AuditResult", "audit_mechanism"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from rllib_privacy.mechanisms._validation import check_int_in_range
+from rllib_privacy._validation import check_int_in_range
 
 __all__ = ["check_confidence", "check_delta", "clopper_pearson", "epsilon_lower_bound"]
 

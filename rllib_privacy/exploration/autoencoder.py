@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.exploration.simhash import Preprocessor, SimHash, as_2d_float
-from rllib_privacy.mechanisms._validation import check_finite_positive, check_int_in_range
 
 __all__ = ["AE_ARCHITECTURES", "AutoencoderHash"]
 

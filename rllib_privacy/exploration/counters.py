@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy.mechanisms._validation import check_int_in_range
+from rllib_privacy._validation import check_int_in_range
 
 __all__ = ["PAPER_PRIMES", "CountMinSketch", "ExactCounter", "code_keys"]
 

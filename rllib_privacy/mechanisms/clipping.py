@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_privacy.mechanisms._validation import check_finite_positive
+from rllib_privacy._validation import check_finite_positive
 
 __all__ = ["CLIP_NORMS", "clip_rows"]
 

@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.mechanisms._validation import (
+from rllib_privacy._validation import (
     as_float64_array,
     check_bool,
     check_finite_positive,
@@ -26,6 +25,7 @@ from rllib_privacy.mechanisms._validation import (
     is_torch_tensor,
     restore_kind,
 )
+from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.laplace import laplace_gradient
 from rllib_privacy.mechanisms.privunit import (
     privunit2,

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import rel_entr
 from scipy.stats import laplace
 
-from rllib_privacy.mechanisms._validation import (
+from rllib_privacy._validation import (
     as_float64_array,
     check_bool,
     check_generator,

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from rllib_privacy.mechanisms._validation import (
+from rllib_privacy._validation import (
     as_float64_array,
     check_bool,
     check_finite_positive,

@@ -22,7 +22,7 @@ import math
 import numbers
 from typing import TYPE_CHECKING
 
-from rllib_privacy.mechanisms._validation import check_int_in_range
+from rllib_privacy._validation import check_int_in_range
 from rllib_privacy.mechanisms.dirichlet import _check_eta
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy.mechanisms._validation import check_finite_positive
+from rllib_privacy._validation import check_finite_positive
 
 __all__ = [
     "DETERMINISTIC_NOISE_ENV_VAR",

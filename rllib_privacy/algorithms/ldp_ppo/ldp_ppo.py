@@ -27,6 +27,7 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
+from rllib_privacy._validation import check_finite_positive
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.gradient_privatizer import (
@@ -34,7 +35,6 @@ from rllib_privacy.learners.gradient_privatizer import (
     LDPGradientPrivatizerMixin,
 )
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
-from rllib_privacy.mechanisms._validation import check_finite_positive
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.strict_config import StrictConfigMixin
 
