@@ -154,7 +154,7 @@ class CartPoleGravityVectorEnv(CartPoleVectorEnv):
 
     gymnasium's ``CartPoleVectorEnv`` (the same dynamics as ``CartPoleEnv``, vectorized)
     with ``gravity`` an array: entry ``i`` is the gravity of sub-environment ``i``. A
-    PGC-A3C fleet EnvRunner hosts one local agent per sub-environment, so entry ``i`` is
+    LDPA3C fleet EnvRunner hosts one local agent per sub-environment, so entry ``i`` is
     agent ``i``'s private ψ. ``draw_gravities`` draws them uniformly from
     ``gravity_choices`` with the env's own generator; ``set_gravities`` pins them.
 

@@ -123,11 +123,11 @@ EXPLORATION_AE_BIT_FLIP_RATE = "exploration/ae_bit_flip_rate"
 # Budgets that survive crashes (docs/privacy-journal.md: the write-ahead privacy journal)
 #: Releases a restored run learned from the journal (made after its last checkpoint).
 PRIVACY_RELEASES_REPLAYED = "privacy/releases_replayed_from_journal"
-#: PGC-A3C: submissions whose update was lost with a rollback (counted, never re-applied).
+#: LDPA3C: submissions whose update was lost with a rollback (counted, never re-applied).
 LDP_SUBMISSIONS_DROPPED = "ldp/submissions_dropped"
-#: PGC-A3C: submissions whose gradient went into the buffer in this model's history.
+#: LDPA3C: submissions whose gradient went into the buffer in this model's history.
 LDP_APPLIED_SUBMISSIONS = "ldp/applied_submissions"
-#: PGC-A3C: submissions received again with an id already recorded (never applied twice).
+#: LDPA3C: submissions received again with an id already recorded (never applied twice).
 LDP_DUPLICATE_SUBMISSIONS = "ldp/duplicate_submissions"
-#: PGC-A3C: requests lost because their EnvRunner died (no release reached the aggregator).
+#: LDPA3C: requests lost because their EnvRunner died (no release reached the aggregator).
 LDP_LOST_REQUESTS = "ldp/lost_requests"

@@ -1,7 +1,7 @@
 """One progress line per training iteration, printed by ``rllib train`` on the driver.
 
 Tune's own table shows only a few columns and RLlib's workers' stdout is not forwarded by
-default; this callback prints what a PGC-A3C user watches (score, ε, submissions per second,
+default; this callback prints what an LDPA3C user watches (score, ε, submissions per second,
 evaluation return) from the results the trial reports, on the driver.
 """
 
@@ -16,7 +16,7 @@ def _number(value: Any) -> float | None:
 
 
 def progress_line(trial_name: str, result: dict[str, Any]) -> str | None:
-    """The progress line of one result, or None when the result has no PGC-A3C metrics.
+    """The progress line of one result, or None when the result has no LDPA3C metrics.
 
     Args:
         trial_name: Shown at the start of the line.
@@ -55,7 +55,7 @@ def progress_callback() -> Any:
     from ray import tune
 
     class ProgressLines(tune.Callback):
-        """Prints one line per PGC-A3C trial result."""
+        """Prints one line per LDPA3C trial result."""
 
         def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info):
             line = progress_line(str(trial), result)

@@ -1,4 +1,4 @@
-"""PGC-A3C beyond one machine: a two-node Ray cluster that loses the node of one EnvRunner.
+"""LDPA3C beyond one machine: a two-node Ray cluster that loses the node of one EnvRunner.
 
 ``ray.cluster_utils.Cluster`` starts two Ray nodes on this machine. The driver (the
 aggregator: its learner, ledger and journal) is on the head node; the two EnvRunners are

@@ -1,4 +1,4 @@
-"""PGC-A3C's per-agent count bonus (``count_exploration``), without starting Ray."""
+"""LDPA3C's per-agent count bonus (``count_exploration``), without starting Ray."""
 
 from __future__ import annotations
 

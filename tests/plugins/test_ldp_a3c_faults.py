@@ -1,4 +1,4 @@
-"""PGC-A3C under faults: an EnvRunner that dies, duplicates, and a driver killed mid-run."""
+"""LDPA3C under faults: an EnvRunner that dies, duplicates, and a driver killed mid-run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PGC-A3C's agent fleet without Ray: vectorized episodes, per-agent gradients, config.
+"""LDPA3C's agent fleet without Ray: vectorized episodes, per-agent gradients, config.
 
 The fleet (``agents_per_env_runner > 1``) must release, for every agent, exactly the
 gradient the one-agent-at-a-time learner path would compute from that agent's own

@@ -1,4 +1,4 @@
-"""PGC-A3C's agent fleet end to end on a local Ray instance: metrics, checkpoints, controls."""
+"""LDPA3C's agent fleet end to end on a local Ray instance: metrics, checkpoints, controls."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PGC-A3C end to end on a local Ray instance: payload, checkpoints, learning."""
+"""LDPA3C end to end on a local Ray instance: payload, checkpoints, learning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PGC-A3C pieces that need no Ray: config checks, targets, schedule, buffer, FST."""
+"""LDPA3C pieces that need no Ray: config checks, targets, schedule, buffer, FST."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ def audit_prs_spec(
 
 
 def test_gradient_mechanism_spec_on_torch_tensors_passes_with_power() -> None:
-    # The path the learner mixin and PGC-A3C's EnvRunners take: GradientMechanism.privatize
+    # The path the learner mixin and LDPA3C's EnvRunners take: GradientMechanism.privatize
     # on torch tensors, here PRS with the debiased (rescaled: post-processing) output.
     epsilon = 2.0
     result = audit_prs_spec(epsilon, secure_mode=False, num_samples=5_000, confidence=0.95)

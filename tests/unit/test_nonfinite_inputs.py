@@ -2,7 +2,7 @@
 
 Hypothesis puts NaN/±inf at random positions of otherwise valid inputs
 of every mechanism (numpy and torch), of the teacher (a policy network that outputs NaN),
-of PGC-A3C's GradientSubmission and of the gradient privatizer learner mixin, and checks
+of LDPA3C's GradientSubmission and of the gradient privatizer learner mixin, and checks
 that each raises a ``ValueError`` that says the input must be finite, and that no release
 is recorded (ledgers, release metrics) when it does.
 """
@@ -226,7 +226,7 @@ def test_instance_laplace_rejects_non_finite_scales(scales: np.ndarray) -> None:
         instance_laplace(values, scales, rng=np.random.default_rng(0))
 
 
-# --- PGC-A3C: what a local agent may send -------------------------------------------------
+# --- LDPA3C: what a local agent may send --------------------------------------------------
 
 
 @FAST

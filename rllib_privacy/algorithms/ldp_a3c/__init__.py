@@ -1,4 +1,4 @@
-"""PGC-A3C (``LDPA3C``): locally private distributed A3C."""
+"""LDPA3C: locally private distributed A3C (Ono & Takahashi's PGC-A3C)."""
 
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import LDPA3C, LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner

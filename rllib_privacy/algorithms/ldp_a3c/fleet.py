@@ -1,4 +1,4 @@
-"""A fleet of PGC-A3C local agents simulated together in one EnvRunner.
+"""A fleet of LDPA3C local agents simulated together in one EnvRunner.
 
 On a real deployment every local agent is its own process or device. Simulating them one
 episode at a time (``agents_per_env_runner: 1``) spends most of its time in Python per
@@ -190,7 +190,7 @@ def padded_value_targets(
 
 
 class AgentFleet:
-    """``num_agents`` PGC-A3C local agents of one EnvRunner, simulated together.
+    """``num_agents`` LDPA3C local agents of one EnvRunner, simulated together.
 
     Args:
         module: The EnvRunner's RLModule (weights set by the caller before each round).

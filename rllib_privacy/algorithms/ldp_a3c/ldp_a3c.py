@@ -1,4 +1,4 @@
-"""PGC-A3C: A3C whose local agents send only locally private gradients.
+"""LDPA3C: A3C whose local agents send only locally private gradients.
 
 Ono & Takahashi, "Locally Private Distributed Reinforcement Learning" (§3, Alg. 1).
 Every submission comes from a local agent (an episode on an EnvRunner, with its
@@ -49,7 +49,7 @@ from rllib_privacy.teachers.journaling import algorithm_journal_path
 from rllib_privacy.utils import metrics as keys
 
 _REQUEST_TAG = "ldp_submit"
-#: Component name of PGC-A3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
+#: Component name of LDPA3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
 JOURNAL_COMPONENT = "ldp_a3c"
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def _decode_epsilon(value: float | str) -> float:
 
 
 class LDPA3C(Algorithm):
-    """PGC-A3C: the aggregator side (training_step) of Ono & Takahashi's Alg. 1."""
+    """LDPA3C: the aggregator side (training_step) of Ono & Takahashi's PGC-A3C (Alg. 1)."""
 
     #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
     TOP_LEVEL_RESULT_KEYS = (

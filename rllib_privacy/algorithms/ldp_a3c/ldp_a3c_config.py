@@ -1,4 +1,4 @@
-"""LDPA3CConfig: the settings of PGC-A3C and their checks.
+"""LDPA3CConfig: the settings of LDPA3C and their checks.
 
 Ono & Takahashi, "Locally Private Distributed Reinforcement Learning" (§4, "Hyper
 Parameters") give the defaults. The keys are grouped by builder method; every check
@@ -55,7 +55,7 @@ COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
 class LDPA3CConfig(
     GroupedConfigMixin, LegacyCountExplorationMixin, StrictConfigMixin, AlgorithmConfig
 ):
-    """Configuration of PGC-A3C (``LDPA3C``); defaults are the paper's settings.
+    """Configuration of LDPA3C; defaults are the paper's settings.
 
     Its keys (docs/configuration.md) are grouped by builder method: ``.privacy()`` (the
     gradient mechanism), ``.agents()`` (the local agents and the fleet),
@@ -527,12 +527,12 @@ class LDPA3CConfig(
 
     @override(AlgorithmConfig)
     def validate(self) -> None:
-        """Checks PGC-A3C's settings; every message names the key."""
+        """Checks LDPA3C's settings; every message names the key."""
         super().validate()
         self.validate_ldp_settings()
 
     def validate_ldp_settings(self) -> None:
-        """Checks every PGC-A3C setting, in this order, without Ray.
+        """Checks every LDPA3C setting, in this order, without Ray.
 
         Raises:
             PrivacyConfigError: For the first bad setting, naming its key.

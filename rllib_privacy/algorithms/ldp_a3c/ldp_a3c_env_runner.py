@@ -1,4 +1,4 @@
-"""The local agents of PGC-A3C: EnvRunners that submit privatized gradients."""
+"""The local agents of LDPA3C: EnvRunners that submit privatized gradients."""
 
 from __future__ import annotations
 

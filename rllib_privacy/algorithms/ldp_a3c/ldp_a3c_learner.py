@@ -1,4 +1,4 @@
-"""Framework-agnostic parts of the PGC-A3C learner."""
+"""Framework-agnostic parts of the LDPA3C learner."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def discounted_value_targets(
 
 
 class LDPA3CLearner(Learner):
-    """Base class of PGC-A3C learners (the loss lives in the framework subclass).
+    """Base class of LDPA3C learners (the loss lives in the framework subclass).
 
-    In PGC-A3C a learner exists in two places: every local agent (EnvRunner)
+    In LDPA3C a learner exists in two places: every local agent (EnvRunner)
     builds one to compute and privatize its gradient; the aggregator (the
     Algorithm's LearnerGroup) only applies the mean of buffered noisy gradients.
     """

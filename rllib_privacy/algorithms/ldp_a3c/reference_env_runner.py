@@ -1,4 +1,4 @@
-"""A plain-RLlib reference implementation of PGC-A3C's local agents (speed baseline).
+"""A plain-RLlib reference implementation of LDPA3C's local agents (speed baseline).
 
 :class:`RLlibSamplingLDPA3CEnvRunner` produces the same kind of submissions as
 :class:`~rllib_privacy.algorithms.ldp_a3c.LDPA3CEnvRunner` (one privatized A3C

@@ -1,4 +1,4 @@
-"""What a PGC-A3C local agent is allowed to send to the aggregator."""
+"""What an LDPA3C local agent is allowed to send to the aggregator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fault injection for PGC-A3C tests: an EnvRunner that dies once, on purpose.
+"""Fault injection for LDPA3C tests: an EnvRunner that dies once, on purpose.
 
 It lives in the package (not in a test module) because Ray workers must import it.
 It is configured through ``env_config`` keys that it removes before the environment

@@ -1,4 +1,4 @@
-"""PGC-A3C's loss and optimizer in torch."""
+"""LDPA3C's loss and optimizer in torch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The actor-critic network of PGC-A3C (Ono & Takahashi, §4 "Implementation")."""
+"""LDPA3C's actor-critic network, PGC-A3C's (Ono & Takahashi, §4 "Implementation")."""
 
 from __future__ import annotations
 
