@@ -15,8 +15,9 @@ trial, and :func:`run_resumable` runs only the trials it does not hold, so rerun
 same command after an interruption resumes the grid; :class:`Progress` prints
 ``[done/total]`` lines with an ETA from the trials this run finished.
 
-A benchmark too long for one file keeps its parts in a package beside its script
-(``kickstart_bench/``: plan, run, report); the script holds the command line.
+A benchmark too long for one file keeps its parts in a package beside its script, by job
+(``kickstart_bench/``, ``pgc_a3c_bench/``: plan, run, report, ...); the script holds the
+command line.
 """
 
 from __future__ import annotations
