@@ -1,4 +1,10 @@
-"""One naming style for the config keys this package adds, and their old names.
+"""The config keys: which ones a config accepts, one naming style, and the old names.
+
+[`allowed_config_keys`][rllib_privacy.algorithms.config_keys.allowed_config_keys] says
+which keys ``AlgorithmConfig.update_from_dict`` accepts for a config class; the config
+classes (through
+[`GroupedConfigMixin`][rllib_privacy.algorithms.config_keys.GroupedConfigMixin]) and the
+experiment-file loader use it to reject a typo instead of silently setting an attribute.
 
 The rule (docs/configuration.md): every key this package adds to an AlgorithmConfig is
 snake_case and starts with the name of the builder method that sets it, followed by an
@@ -16,7 +22,7 @@ configs restored from old checkpoints get the new names. An old name is not an a
 
 from __future__ import annotations
 
-import difflib
+import inspect
 import os
 import sys
 import warnings
@@ -26,8 +32,69 @@ from typing import Any, ClassVar
 import ray
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
+from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
-from rllib_privacy.utils.config_keys import allowed_config_keys
+
+#: Keys `AlgorithmConfig.update_from_dict` handles specially (see its source and
+#: `AlgorithmConfig._translate_special_keys` in ray/rllib/algorithms/algorithm_config.py),
+#: in addition to the keys of `to_dict()` and the attributes they are translated to.
+UPDATE_FROM_DICT_SPECIAL_KEYS = frozenset(
+    {
+        "callbacks",
+        "callbacks_class",
+        "create_env_on_driver",
+        "create_env_on_local_worker",
+        "custom_eval_function",
+        "custom_evaluation_function",
+        "framework",
+        "framework_str",
+        "input",
+        "input_",
+        "lambda",
+        "lambda_",
+        "num_cpus_for_driver",
+        "num_cpus_for_main_process",
+        "num_workers",
+        "multiagent",
+        "model_config",
+        "_enable_new_api_stack",
+    }
+)
+
+
+def allowed_config_keys(config: Any) -> frozenset[str]:
+    """Return the keys ``config.update_from_dict`` accepts for this config class.
+
+    These are the keys of ``config.to_dict()``, the special keys and attribute names of
+    ``AlgorithmConfig.update_from_dict``, the properties with setters, and (for keys
+    starting with ``evaluation_``) only the arguments of ``config.evaluation()``, since
+    ``update_from_dict`` passes those keys to that method.
+
+    A config class may accept more keys (e.g. old names it translates itself) by defining
+    a classmethod or staticmethod ``legacy_config_keys()`` that returns them (any iterable
+    of names; a mapping of old to new names works too).
+
+    Args:
+        config: An AlgorithmConfig instance (e.g. ``PPO.get_default_config()``).
+
+    Returns:
+        The accepted keys.
+
+    """
+    keys = set(config.to_dict()) | UPDATE_FROM_DICT_SPECIAL_KEYS
+    keys |= {
+        name
+        for name, attr in inspect.getmembers(type(config))
+        if isinstance(attr, property) and attr.fset is not None
+    }
+    evaluation_args = set(inspect.signature(config.evaluation).parameters)
+    keys = {k for k in keys if not k.startswith("evaluation_") or k in evaluation_args}
+    keys |= {k for k in evaluation_args if k.startswith("evaluation_")}
+    legacy_keys = getattr(type(config), "legacy_config_keys", None)
+    if callable(legacy_keys):
+        keys |= {str(k) for k in legacy_keys()}
+    return frozenset(keys)
+
 
 #: The page that documents every key (named when a key is unknown).
 KEY_REFERENCE_PAGE = "docs/configuration.md"
@@ -54,14 +121,6 @@ def group_of(key: str, groups: Collection[str]) -> str | None:
     """The builder method (longest matching prefix) that documents ``key``, if any."""
     matches = [g for g in groups if key.startswith(f"{g}_")]
     return max(matches, key=len) if matches else None
-
-
-def suggest(word: str, candidates: Collection[str], renamed: Mapping[str, str]) -> str:
-    """``; did you mean 'x'?`` for the closest candidate or old name (as its new name)."""
-    pool = {str(c): str(c) for c in candidates}
-    pool.update({old: new for old, new in renamed.items()})
-    close = difflib.get_close_matches(word, list(pool), n=1)
-    return f"; did you mean {pool[close[0]]!r}?" if close else ""
 
 
 class GroupedConfigMixin:
@@ -150,9 +209,20 @@ class GroupedConfigMixin:
                 continue
             raise PrivacyConfigError(
                 f"config key {key!r} is not known to {type(self).__name__}"
-                f"{suggest(str(key), allowed, self.LEGACY_CONFIG_KEYS)}; see "
+                f"{did_you_mean(str(key), allowed, self.LEGACY_CONFIG_KEYS)}; see "
                 f"{KEY_REFERENCE_PAGE} for its keys"
             )
+
+    def set_provided(self, arguments: Mapping[str, Any]) -> None:
+        """Set every argument of a builder-method call that is not ``NotProvided``.
+
+        Args:
+            arguments: ``locals()`` of the builder method.
+
+        """
+        for name, value in arguments.items():
+            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
+                setattr(self, name, value)
 
     def training(self, **kwargs: Any) -> Any:
         """RLlib's ``training()``; the keywords that moved to a group method still work.

@@ -51,7 +51,8 @@ Algorithm config classes can take part in validation through these optional hook
   free-form unless declared here.
 * ``legacy_config_keys()`` (a classmethod or staticmethod returning key names): extra
   top-level keys the config class accepts, e.g. old names its ``update_from_dict``
-  translates (see ``allowed_config_keys``).
+  translates (see
+  [`allowed_config_keys`][rllib_privacy.algorithms.config_keys.allowed_config_keys]).
 """
 
 from __future__ import annotations
@@ -90,7 +91,6 @@ from rllib_privacy.experiments.translate import (
     translate_stop,
 )
 from rllib_privacy.experiments.validate import DEFAULT_CHECKPOINT_CONFIG, MAX_VALIDATED_VARIANTS
-from rllib_privacy.utils.config_keys import UPDATE_FROM_DICT_SPECIAL_KEYS, allowed_config_keys
 
 __all__ = [
     "API_STACK_KEYS",
@@ -103,13 +103,11 @@ __all__ = [
     "LEGACY_METRIC_KEYS",
     "MAX_VALIDATED_VARIANTS",
     "TOP_LEVEL_RESULT_KEYS",
-    "UPDATE_FROM_DICT_SPECIAL_KEYS",
     "Experiment",
     "ExperimentFile",
     "ExperimentFileError",
     "Overrides",
     "PrivacyConfigError",
-    "allowed_config_keys",
     "deep_merge",
     "did_you_mean",
     "ensure_package_registered",

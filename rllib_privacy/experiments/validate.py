@@ -29,7 +29,6 @@ from rllib_privacy.experiments.spec import (
     format_variant,
     is_grid_search,
 )
-from rllib_privacy.utils.config_keys import allowed_config_keys
 
 __all__ = [
     "DEFAULT_CHECKPOINT_CONFIG",
@@ -190,6 +189,10 @@ def check_config_keys(config: Mapping[str, Any], default: Any, label: str) -> No
         label: Prefix for messages.
 
     """
+    # Lazy: the config-key module imports Ray, and the ``rllib`` command imports this
+    # module at start-up.
+    from rllib_privacy.algorithms.config_keys import allowed_config_keys
+
     allowed = allowed_config_keys(default)
     class_name = type(default).__name__
     _check_keys(config, allowed, class_name, label, where="config")

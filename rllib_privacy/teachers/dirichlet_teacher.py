@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_choice
 from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
 from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
 from rllib_privacy.accounting.teacher_ledger import TeacherLedger, compose_basic
@@ -123,8 +124,12 @@ class TeacherSettings:
 
     def __post_init__(self) -> None:
         """Validates every field; messages name the config key ``teacher_<field>``."""
-        _check_choice("teacher_mechanism", self.mechanism, TEACHER_MECHANISMS)
-        _check_choice("teacher_composition", self.composition, COMPOSITIONS)
+        check_choice(
+            "teacher_mechanism", self.mechanism, TEACHER_MECHANISMS, error=PrivacyConfigError
+        )
+        check_choice(
+            "teacher_composition", self.composition, COMPOSITIONS, error=PrivacyConfigError
+        )
         _check_positive("teacher_k", self.k)
         coefficient = _check_positive("teacher_vanishing_coefficient", self.vanishing_coefficient)
         if coefficient > 1.0:
@@ -786,11 +791,6 @@ def _module_lipschitz(module: Any) -> float:
         return float(lipschitz_upper_bound(actor, head))
     except ValueError as e:
         raise PrivacyConfigError(f"{e}; set teacher_lipschitz explicitly") from None
-
-
-def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise PrivacyConfigError(f"{name} must be one of {list(allowed)}, got {value!r}")
 
 
 def _check_positive(

@@ -340,7 +340,7 @@ class LegacyKeysPPO(PPO):
 def test_legacy_config_keys_hook_makes_old_names_known(tmp_path):
     from ray.tune import register_trainable
 
-    from rllib_privacy.utils.config_keys import allowed_config_keys
+    from rllib_privacy.algorithms.config_keys import allowed_config_keys
 
     register_trainable("LegacyKeysPPOForTest", LegacyKeysPPO)
     assert "learning_rate" in allowed_config_keys(LegacyKeysConfig())

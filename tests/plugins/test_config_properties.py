@@ -43,6 +43,7 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.tune.registry import get_trainable_cls
 
 from rllib_privacy._registration import ALGORITHM_NAMES
+from rllib_privacy.algorithms.config_keys import allowed_config_keys
 from rllib_privacy.cli import rllib_main
 from rllib_privacy.envs import (
     ACROBOT_MASS_ENV_ID,
@@ -57,7 +58,6 @@ from rllib_privacy.experiments import (
     CONFIG_KEY_ALIASES,
     EXPERIMENT_KEYS,
     LEGACY_CONFIG_KEYS,
-    allowed_config_keys,
     normalize_experiments,
     registered_algorithms,
 )

@@ -112,7 +112,7 @@ VIOLATIONS = [
     pytest.param(
         "pure-no-ray",
         "accounting/ledger_probe.py",
-        "from rllib_privacy.utils.strict_config import StrictConfigMixin  # noqa\n"
+        "from rllib_privacy.algorithms.config_keys import GroupedConfigMixin  # noqa\n"
         "from ray.tune import registry  # noqa\n",
         id="ray-in-pure-layer",
     ),

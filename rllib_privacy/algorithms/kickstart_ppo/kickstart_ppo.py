@@ -56,7 +56,6 @@ from rllib_privacy.teachers.journaling import (
     same_node_strategy,
 )
 from rllib_privacy.utils import metrics as keys
-from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Top-level result keys, first in every result (Tune's progress table shows them).
 HEADLINE_KEYS = (
@@ -90,7 +89,7 @@ _TEACHER_FIELDS = {
 }
 
 
-class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, PPOConfig):
+class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     """PPO config plus the teacher's (``.teacher()``) and the kickstart term's keys.
 
     Its keys (docs/configuration.md) are grouped by builder method: ``.teacher()``
@@ -108,7 +107,6 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMi
         )
     """
 
-    key_reference = "KickstartPPO"
     CONFIG_GROUPS = {
         "teacher": ("teacher_checkpoint", *_TEACHER_FIELDS),
         "kickstart": (

@@ -18,6 +18,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
+from rllib_privacy._validation import check_choice
 from rllib_privacy.algorithms.config_keys import (
     COUNT_EXPLORATION_KEYS,
     GroupedConfigMixin,
@@ -32,7 +33,6 @@ from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.teachers.journaling import check_journal_dir
-from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm import Algorithm
@@ -52,9 +52,7 @@ AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
 
 
-class LDPA3CConfig(
-    GroupedConfigMixin, LegacyCountExplorationMixin, StrictConfigMixin, AlgorithmConfig
-):
+class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmConfig):
     """Configuration of LDPA3C; defaults are the paper's settings.
 
     Its keys (docs/configuration.md) are grouped by builder method: ``.privacy()`` (the
@@ -74,7 +72,6 @@ class LDPA3CConfig(
         algo = config.build_algo()
     """
 
-    key_reference = "LDPA3C"
     #: Nested keys checked by ``rllib train -f`` before Ray starts.
     config_dict_keys = {"count_exploration_config": ExplorationSpec.keys()}
     CONFIG_GROUPS = {
@@ -558,10 +555,27 @@ class LDPA3CConfig(
     def _validate_choices(self) -> None:
         """The named choices, ε against the mechanism, the framework and the clip."""
         mechanism = self.privacy_mechanism
-        _check_choice("privacy_mechanism", mechanism, MECHANISM_NAMES)
-        _check_choice("agents_loss_reduction", self.agents_loss_reduction, ("sum", "mean"))
-        _check_choice("aggregator_optimizer", self.aggregator_optimizer, AGGREGATOR_OPTIMIZERS)
-        _check_choice("agents_action_selection", self.agents_action_selection, ACTION_SELECTIONS)
+        check_choice(
+            "config key 'privacy_mechanism'", mechanism, MECHANISM_NAMES, error=PrivacyConfigError
+        )
+        check_choice(
+            "config key 'agents_loss_reduction'",
+            self.agents_loss_reduction,
+            ("sum", "mean"),
+            error=PrivacyConfigError,
+        )
+        check_choice(
+            "config key 'aggregator_optimizer'",
+            self.aggregator_optimizer,
+            AGGREGATOR_OPTIMIZERS,
+            error=PrivacyConfigError,
+        )
+        check_choice(
+            "config key 'agents_action_selection'",
+            self.agents_action_selection,
+            ACTION_SELECTIONS,
+            error=PrivacyConfigError,
+        )
         epsilon = _check_number("privacy_epsilon", self.privacy_epsilon, low=0.0, allow_inf=True)
         if mechanism == "none" and math.isfinite(epsilon):
             raise PrivacyConfigError(
@@ -637,13 +651,6 @@ class LDPA3CConfig(
             inclusive_low=True,
         )
         _check_number("scoring_fst_target_score", self.scoring_fst_target_score, low=-math.inf)
-
-
-def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise PrivacyConfigError(
-            f"config key '{name}' must be one of {list(allowed)}, got {value!r}"
-        )
 
 
 def _check_number(

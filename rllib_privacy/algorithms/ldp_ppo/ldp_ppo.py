@@ -36,7 +36,6 @@ from rllib_privacy.learners.gradient_privatizer import (
 )
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.utils import metrics as keys
-from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Top-level result keys, first in every result (Tune's progress table shows them).
 HEADLINE_KEYS = ("episode_return_mean", "epsilon_spent", "releases")
@@ -56,7 +55,7 @@ _MECHANISM_KEYS = {
 }
 
 
-class LDPPPOConfig(GroupedConfigMixin, StrictConfigMixin, PPOConfig):
+class LDPPPOConfig(GroupedConfigMixin, PPOConfig):
     """PPO config plus the gradient mechanism's keys (``.privacy()``).
 
     Its keys (docs/configuration.md) are PPO's plus ``privacy_*``, set by ``.privacy()``;
@@ -73,7 +72,6 @@ class LDPPPOConfig(GroupedConfigMixin, StrictConfigMixin, PPOConfig):
         algo = config.build_algo()
     """
 
-    key_reference = "LDPPPO"
     CONFIG_GROUPS = {
         "privacy": (
             "privacy_mechanism",

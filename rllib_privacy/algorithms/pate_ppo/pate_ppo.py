@@ -31,6 +31,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
+from rllib_privacy._validation import check_choice
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.accounting.pate_ledger import AGGREGATORS, BUDGET_BASES
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
@@ -48,7 +49,6 @@ from rllib_privacy.teachers.journaling import (
     check_journal_dir,
 )
 from rllib_privacy.utils import metrics as keys
-from rllib_privacy.utils.strict_config import StrictConfigMixin
 
 #: Result keys copied to the top level, in this order (Tune's table shows the first ones).
 HEADLINE_KEYS = (
@@ -90,7 +90,7 @@ MAX_PATE_ORDER = 1024
 MAX_PATE_GAMMA = 1.0e6
 
 
-class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, PPOConfig):
+class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     """PPO config plus the PATE teacher-ensemble settings (``PATEPPO``).
 
     Its keys (docs/configuration.md) are grouped by builder method: ``.pate()``
@@ -108,8 +108,6 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
         algo = config.build_algo()
     """
 
-    #: The algorithm's name in the key reference (named when a key is unknown).
-    key_reference = "PATEPPO"
     CONFIG_GROUPS = {
         "pate": tuple(k for k in PATE_DEFAULTS if k.startswith("pate_")),
         "privacy": ("privacy_journal_dir",),
@@ -227,8 +225,18 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
             )
         if self.pate_num_teachers is not None:
             _check_int("pate_num_teachers", self.pate_num_teachers, low=2)
-        _check_choice("pate_budget_basis", self.pate_budget_basis, BUDGET_BASES)
-        _check_choice("pate_query_selection", self.pate_query_selection, QUERY_SELECTIONS)
+        check_choice(
+            "config key 'pate_budget_basis'",
+            self.pate_budget_basis,
+            BUDGET_BASES,
+            error=PrivacyConfigError,
+        )
+        check_choice(
+            "config key 'pate_query_selection'",
+            self.pate_query_selection,
+            QUERY_SELECTIONS,
+            error=PrivacyConfigError,
+        )
         if self.pate_queries_per_sample is not None:
             _check_int("pate_queries_per_sample", self.pate_queries_per_sample, low=1)
         if self.pate_max_queries is not None:
@@ -264,7 +272,12 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, StrictConfigMixin, 
                 "config key 'callbacks_class' must include PATELabelingCallback for PATEPPO "
                 "(e.g. a list [PATELabelingCallback, YourCallback])"
             )
-        _check_choice("pate_aggregator", self.pate_aggregator, AGGREGATORS)
+        check_choice(
+            "config key 'pate_aggregator'",
+            self.pate_aggregator,
+            AGGREGATORS,
+            error=PrivacyConfigError,
+        )
         if self.pate_aggregator == "lnmax":
             gamma = _as_float(self.pate_gamma)
             _check_number("pate_gamma", gamma, low=0.0, closed=False)
@@ -341,13 +354,6 @@ def _as_float(value: Any) -> Any:
         except ValueError:
             return value
     return value
-
-
-def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise PrivacyConfigError(
-            f"config key '{name}' must be one of {list(allowed)}, got {value!r}"
-        )
 
 
 def _check_int(name: str, value: Any, *, low: int) -> None:
