@@ -1,18 +1,18 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
-Every ledger (:class:`TeacherLedger`, :class:`LDPLedger`, :class:`PATELedger`) implements
-:class:`Ledger` (:mod:`.ledger`: privacy unit, identity, spent/remaining/releases, state), and
-every journaled component uses the one write-ahead journal, :class:`ReplayJournal`
-(:mod:`.journal`).
+Every ledger (``TeacherLedger``, ``LDPLedger``, ``PATELedger``) implements
+``Ledger`` (``ledger``: privacy unit, identity, spent/remaining/releases, state), and
+every journaled component uses the one write-ahead journal, ``ReplayJournal``
+(``journal``).
 
-Rényi DP of the Dirichlet mechanism (:mod:`.dirichlet_renyi`: one release's RDP curve, exact for
+Rényi DP of the Dirichlet mechanism (``dirichlet_renyi``: one release's RDP curve, exact for
 two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
 
-Also PATE's moments accountant (:mod:`.pate_moments`) and its budgeted query ledger
-(:mod:`.pate_ledger`), the Rényi-DP
-analysis of PATE 2018 (:mod:`.gnmax`: GNMax, Confident-GNMax, smooth-sensitivity release of the
-data-dependent ε; :func:`gnmax_rdp` is one answer's data-dependent bound), and privacy
-amplification by shuffling (:mod:`.shuffle`: the central (ε, δ) of n shuffled ε₀-LDP
+Also PATE's moments accountant (``pate_moments``) and its budgeted query ledger
+(``pate_ledger``), the Rényi-DP
+analysis of PATE 2018 (``gnmax``: GNMax, Confident-GNMax, smooth-sensitivity release of the
+data-dependent ε; ``gnmax_rdp`` is one answer's data-dependent bound), and privacy
+amplification by shuffling (``shuffle``: the central (ε, δ) of n shuffled ε₀-LDP
 reports, Feldman, McMillan & Talwar, FOCS 2021).
 
 Every ledger has ``state_dict()``/``load_state_dict()`` so that checkpoints continue the

@@ -9,9 +9,9 @@ policies at distance at most L·b. One release x ~ Dir(k·π̃(s)) is then (ε, 
 
 for any τ ∈ (0, η) (the split point between the "δ" part Δ_m ∖ Δ_{m,τ} and the "ε" part
 Δ_{m,τ} of the output space). L must be the constant of the *restricted* map, i.e.
-(1 − mη)·L_network (:func:`rllib_privacy.mechanisms.restricted_lipschitz`).
+(1 − mη)·L_network (``rllib_privacy.mechanisms.restricted_lipschitz``).
 
-δ has no closed form for m > 2. Two upper bounds are available and :func:`dirichlet_delta`
+δ has no closed form for m > 2. Two upper bounds are available and ``dirichlet_delta``
 reports the smaller: the union bound over coordinates (each marginal of a Dirichlet is a Beta
 distribution, so Σ_i P(x_i < τ) is exact with ``scipy.special.betainc``; it equals δ for
 m = 2 and is tight when δ is small), and a Monte Carlo estimate with a one-sided
@@ -251,8 +251,8 @@ def dirichlet_delta(
 ) -> float:
     """δ of one Dirichlet release (eq. 6): the smaller of two upper bounds.
 
-    The deterministic union bound (:func:`dirichlet_delta_union_bound`) and the Monte Carlo
-    Clopper–Pearson bound of :func:`dirichlet_delta_estimate` (which holds with probability
+    The deterministic union bound (``dirichlet_delta_union_bound``) and the Monte Carlo
+    Clopper–Pearson bound of ``dirichlet_delta_estimate`` (which holds with probability
     >= confidence); the minimum holds whenever the Monte Carlo bound does. The Monte Carlo
     draws are skipped when the union bound is already below what N samples can certify
     (1 − (1 − confidence)^(1/N), the bound for zero hits).
@@ -318,7 +318,7 @@ def dirichlet_privacy(
     confidence: float = 0.95,
     rng: np.random.Generator | None = None,
 ) -> DirichletPrivacy:
-    """(ε, δ) of one release: :func:`dirichlet_epsilon` and :func:`dirichlet_delta` together.
+    """(ε, δ) of one release: ``dirichlet_epsilon`` and ``dirichlet_delta`` together.
 
     Args:
         k: Concentration k, a finite number > 0.

@@ -5,7 +5,7 @@ Privacy-Aware Learners", §3): the teacher releases x ~ Dir(k·π̃(s)), where t
 policy π̃(s) lies in Δ_{m,η} = {x : Σx = 1, x_i ≥ η}. Two observations are adjacent when the
 restricted policies they produce are at L2 distance at most ``radius`` (for a teacher whose
 restricted map is L-Lipschitz and adjacency radius b in observation space, radius = L·b with
-L = (1 − mη)·L_network, see :func:`rllib_privacy.mechanisms.restricted_lipschitz`).
+L = (1 − mη)·L_network, see ``rllib_privacy.mechanisms.restricted_lipschitz``).
 
 One release is (a, ε(a))-RDP (Mironov, "Rényi Differential Privacy", CSF 2017) with
 
@@ -33,7 +33,7 @@ moves away from v.
   supremum is attained at the largest displacement s = min(radius/√2, 1 − 2η); by the
   symmetry x ↔ (x_2, x_1) it suffices to take t' = t + s, so the supremum is a 1-D maximum of
   F(t) = D_a(Beta(kt, k(1−t)) ‖ Beta(k(t+s), k(1−t−s))) over t ∈ [η, 1 − η − s]. It is
-  computed by :func:`_certified_max` (adaptive bisection with a rigorous upper bound on every
+  computed by ``_certified_max`` (adaptive bisection with a rigorous upper bound on every
   interval), which returns an upper bound within ``_RTOL`` (relative) + ``_ATOL`` (absolute,
   in nats) of the true supremum, never below it (up to a floating-point slack that is added).
 * **m > 2 (safe upper bound).** Relax the pair to its coordinates: each (x_i, x'_i) lies in
@@ -57,14 +57,14 @@ moves away from v.
   through d_max.
 
 Composition: RDP composes by addition at each order (Mironov 2017, Prop. 1), each release with
-its own k (:func:`compose_dirichlet_rdp`). Conversion to (ε, δ) (:func:`rdp_to_epsilon`) uses
+its own k (``compose_dirichlet_rdp``). Conversion to (ε, δ) (``rdp_to_epsilon``) uses
 by default the bound of Canonne, Kamath & Steinke 2020 (Prop. 12) / Balle et al. 2020 (Thm. 21),
 the one ``dp_accounting``'s RDP accountant uses, or Mironov's standard bound on request. The
 result has no per-release δ and no ln(1/τ) term, unlike Theorem 1
-(:mod:`rllib_privacy.accounting.dirichlet`).
+(``rllib_privacy.accounting.dirichlet``).
 
 The divergence is finite only below the order 1 + η/s (m = 2) or 1 + η/d_max (m > 2)
-(:func:`dirichlet_rdp_max_order`): pick orders below it, e.g. from :data:`DEFAULT_ORDERS`.
+(``dirichlet_rdp_max_order``): pick orders below it, e.g. from ``DEFAULT_ORDERS``.
 """
 
 from __future__ import annotations
@@ -413,7 +413,7 @@ def dirichlet_rdp(
     apart, radius = (1 − mη)·L·b for a teacher network with Lipschitz constant L and
     adjacency radius b). Exact to a relative 1e-9 (never below the supremum) for m = 2, a safe
     upper bound for m > 2 (module docstring: the argument, and how loose it is). Orders at or
-    above :func:`dirichlet_rdp_max_order` give ``inf``.
+    above ``dirichlet_rdp_max_order`` give ``inf``.
 
     ε(a) is nondecreasing in k but does not vanish as k → 0: with lnΓ(z) ≈ −ln z for small z
     the k cancels and D_a tends to Σ_i ln(x_i^a·x'_i^(1−a) / (a·x_i + (1−a)·x'_i))/(a − 1)
@@ -478,8 +478,8 @@ def compose_dirichlet_rdp(
 ) -> np.ndarray:
     """RDP ε of a sequence of Dirichlet releases, each with its own k (Mironov 2017, Prop. 1).
 
-    ε_total(a) = Σ_releases ε_k(a) with ε_k from :func:`dirichlet_rdp`. Releases that share a
-    k are counted, not looped over: :func:`dirichlet_rdp` runs once per distinct k.
+    ε_total(a) = Σ_releases ε_k(a) with ε_k from ``dirichlet_rdp``. Releases that share a
+    k are counted, not looped over: ``dirichlet_rdp`` runs once per distinct k.
 
     Args:
         orders: Rényi orders a, finite numbers > 1.

@@ -16,15 +16,15 @@ GNMax, ``argmax_j (n_j + N(0, σ²))``, one answer:
   bound and ``ln(1/q) > ε₂``,
   ``ε(λ) ≤ 1/(λ−1) · ln((1−q)·A^{λ−1} + q·B^{λ−1})`` with
   ``A = (1−q)/(1 − (q·e^{ε₂})^{(μ₂−1)/μ₂})``, ``B = e^{ε₁}/q^{1/(μ₁−1)}``; the smaller of this
-  and ``λ/σ²`` is used (:func:`gnmax_rdp`). Everything is computed from ``ln q`` (a clear
+  and ``λ/σ²`` is used (``gnmax_rdp``). Everything is computed from ``ln q`` (a clear
   majority has ``q`` far below 1e-300).
 
 Confident-GNMax (Algorithm 1): a query is answered only if ``max_j n_j + N(0, σ₁²) ≥ T``, and
 then labelled by GNMax with σ₂. The threshold step sees the maximum (sensitivity 1), so it is
 the Gaussian mechanism with σ₁ on a sensitivity-1 input: data-independently ``λ/(2σ₁²)``, and
 data-dependently Theorem 6 at ``√2·σ₁`` with ``q = min(p, 1 − p)``, ``p`` the probability of
-the step's outcome (:func:`threshold_rdp`). Every query pays the threshold step; only answered
-queries pay GNMax (:func:`confident_gnmax_rdp`).
+the step's outcome (``threshold_rdp``). Every query pays the threshold step; only answered
+queries pay GNMax (``confident_gnmax_rdp``).
 
 The data-dependent bound is a function of the votes, hence of the private data. It is released
 with the GNSS mechanism (§C of the paper; Theorem 23 there): at a fixed order λ, the local
@@ -34,7 +34,7 @@ sensitivity of the summed bound at every distance d (Algorithms 3-5; Prop. 13) g
 ``(λ, λ·e^{2β}/σ_s² + (βλ − ½·ln(1 − 2βλ))/(λ − 1))``-RDP (λ < 1/(2β)), and the published
 ε is ``ε̃(λ) + that cost + ln(1 − 1/λ) − (ln δ + ln λ)/(λ − 1)`` (the RDP conversion
 ``dp_accounting`` uses; the paper uses the slightly larger ``ln(1/δ)/(λ − 1)``)
-(:func:`release_data_dependent_epsilon`).
+(``release_data_dependent_epsilon``).
 
 Cross-checked against the authors' reference functions (tensorflow/privacy,
 ``research/pate_2018/core.py`` and ``smooth_sensitivity.py``) on random vote histograms:
@@ -150,7 +150,7 @@ def gnmax_rdp_from_log_q(log_q: Any, *, sigma: float, orders: Any = GNMAX_ORDERS
     ``λ/σ²`` elsewhere; never above ``λ/σ²``. ``ln q = −inf`` (a fixed outcome) gives 0.
 
     Args:
-        log_q: ``ln q``, a number or array of numbers <= 0 (e.g. :func:`gnmax_log_q`).
+        log_q: ``ln q``, a number or array of numbers <= 0 (e.g. ``gnmax_log_q``).
         sigma: Standard deviation σ of the noise, a finite number > 0.
         orders: Rényi orders, finite numbers > 1.
 
@@ -195,7 +195,7 @@ def gnmax_rdp(votes: Any, *, sigma: float, orders: Any = GNMAX_ORDERS) -> np.nda
     """Data-dependent RDP of one GNMax answer on ``votes`` (Theorem 6 with Prop. 7's q).
 
     Never above the data-independent ``λ/σ²``. The result depends on the private votes:
-    publish it only through :func:`release_data_dependent_epsilon`.
+    publish it only through ``release_data_dependent_epsilon``.
 
     Args:
         votes: One vote histogram ``(m,)``, or one per row ``(batch, m)``.
@@ -275,7 +275,7 @@ def threshold_rdp(
     """Data-dependent RDP of Confident-GNMax's threshold step on ``votes``.
 
     Theorem 6 at noise ``√2·σ₁`` with ``q = min(p, 1 − p)``, ``p`` from
-    :func:`threshold_log_pr_answered`; never above :func:`threshold_data_independent_rdp`.
+    ``threshold_log_pr_answered``; never above ``threshold_data_independent_rdp``.
 
     Args:
         votes: Vote histograms, ``(m,)`` or ``(batch, m)``.
@@ -337,7 +337,7 @@ def confident_gnmax_rdp(
 def rdp_epsilon_rows(orders: Any, curves: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
     """ε at δ of many RDP curves at once, and the order attaining each (tight conversion).
 
-    The conversion of :func:`rllib_privacy.accounting.rdp_to_epsilon` (``"tight"``, the one
+    The conversion of ``rllib_privacy.accounting.rdp_to_epsilon`` (``"tight"``, the one
     ``dp_accounting`` uses: ``ε(λ) = rdp(λ) + ln(1 − 1/λ) − (ln δ + ln λ)/(λ − 1)``, 0 where
     ``δ² + e^{−rdp(λ)} − 1 > 0``), vectorized over rows (e.g. every prefix of a query
     sequence, for a budget check).
@@ -440,7 +440,7 @@ def gnmax_local_sensitivities(
 ) -> np.ndarray:
     """Algorithms 4-5: bounds on the local sensitivity of GNMax's RDP at distance d.
 
-    Entry ``d`` (``0 <= d < num_teachers``) bounds the change of :func:`gnmax_rdp` at
+    Entry ``d`` (``0 <= d < num_teachers``) bounds the change of ``gnmax_rdp`` at
     ``order`` between any two adjacent histograms within d changed teacher votes of
     ``votes``. Walks from ``votes`` toward the plateau ``[q₁, q₀]`` (where the bound is a
     constant) by moving one vote between the top two classes per step.
@@ -574,7 +574,7 @@ def gnss_rdp(beta: float, sigma: float, order: float) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class SmoothSensitivityRelease:
-    """A privately released data-dependent ε (:func:`release_data_dependent_epsilon`).
+    """A privately released data-dependent ε (``release_data_dependent_epsilon``).
 
     Attributes:
         epsilon: The publishable ε: noisy RDP + GNSS cost + the RDP-to-DP conversion term.
@@ -638,7 +638,7 @@ def release_data_dependent_epsilon(
         rng: Generator of the release noise (None: a fresh unseeded one).
 
     Returns:
-        A :class:`SmoothSensitivityRelease`.
+        A ``SmoothSensitivityRelease``.
 
     Raises:
         ValueError: For bad arguments.

@@ -5,25 +5,25 @@ Reinforcement Learning" (AAAI 2024 student abstract); per-instance DP after Wang
 docs/components/instance-laplace.md.
 
 Three pure functions over a 1-D dataset ``D``, a target ε and the shared bins of
-:mod:`rllib_privacy.mechanisms.instance_laplace` (utility = ``KL(data ‖ output)``):
+``rllib_privacy.mechanisms.instance_laplace`` (utility = ``KL(data ‖ output)``):
 
-- :func:`best_single_scale`: one Laplace scale for every instance, the one of lowest KL
+- ``best_single_scale``: one Laplace scale for every instance, the one of lowest KL
   among the candidates whose every instance satisfies ε-pDP (the analytic baseline);
-- :func:`greedy_scales`: coordinate descent on the KL under the pDP constraints, starting
+- ``greedy_scales``: coordinate descent on the KL under the pDP constraints, starting
   from the best single scale; a coordinate is one distinct value (all its copies move
   together) and a move is accepted only if it lowers the KL and every instance's exact
   loss stays ≤ ε, so the result never violates and is never worse than its start;
-- :func:`repair_scales`: the step every released assignment goes through. It only ever
+- ``repair_scales``: the step every released assignment goes through. It only ever
   *widens* scales: the violating instances, geometrically, never beyond the widest scale
   already in the assignment (a new lone widest component would make the tails' loss
   unbounded); when the violators are at that widest scale, their nearest neighbours in
   value are widened to it; and if everyone is at it and some still violate, one common
   scale rising to ``Δf/ε``, which is within ε for every instance
-  (:func:`~rllib_privacy.accounting.pdp.uniform_laplace_loss_bound`), so the repair always
+  (``uniform_laplace_loss_bound``), so the repair always
   ends with zero violations. A feasible assignment is returned unchanged.
 
-The losses are the exact ones of :func:`rllib_privacy.accounting.pdp.instance_privacy_losses`
-(mixture reading of pDP); :func:`geometric_scales` builds a finer candidate set than the
+The losses are the exact ones of ``rllib_privacy.accounting.pdp.instance_privacy_losses``
+(mixture reading of pDP); ``geometric_scales`` builds a finer candidate set than the
 paper's five actions.
 """
 
@@ -85,7 +85,7 @@ class SingleScaleResult:
 
 @dataclasses.dataclass(frozen=True)
 class GreedyResult:
-    """Outcome of :func:`greedy_scales`.
+    """Outcome of ``greedy_scales``.
 
     Attributes:
         scales: Every instance's scale (all within ε-pDP).
@@ -106,7 +106,7 @@ class GreedyResult:
 
 @dataclasses.dataclass(frozen=True)
 class RepairResult:
-    """Outcome of :func:`repair_scales`.
+    """Outcome of ``repair_scales``.
 
     Attributes:
         scales: The repaired scales (every one ≥ the input's).
@@ -189,7 +189,7 @@ def best_single_scale(
         values: The instances, 1-D, at least 2 distinct.
         epsilon: Target ε > 0.
         candidates: Scales > 0 to choose from.
-        edges: Shared bin edges (:func:`~rllib_privacy.mechanisms.instance_laplace.bin_edges`).
+        edges: Shared bin edges (``bin_edges``).
 
     Returns:
         The best scale, its KL and its index (None/inf/None when none is feasible).
@@ -211,7 +211,7 @@ def best_single_scale(
 def rejection_grid(values: np.ndarray, widest: float) -> np.ndarray:
     """Output points where a violation shows first: the data, midpoints, and the tails.
 
-    The grid of :func:`feasible_losses`'s cheap pre-check; ``widest`` is the widest scale
+    The grid of ``feasible_losses``'s cheap pre-check; ``widest`` is the widest scale
     an assignment may use (the tails reach ``2^7`` times it).
     """
     distinct = np.unique(values)
@@ -226,9 +226,9 @@ def feasible_losses(
 ) -> np.ndarray | None:
     """Every instance's exact loss if all are within ε, else None.
 
-    A cheap check on ``grid`` (:func:`rejection_grid`) runs first and can only reject (a
+    A cheap check on ``grid`` (``rejection_grid``) runs first and can only reject (a
     grid loss is a lower bound of the exact one); the exact losses
-    (:func:`~rllib_privacy.accounting.pdp.instance_privacy_losses`) decide.
+    (``instance_privacy_losses``) decide.
     """
     if np.any(instance_privacy_losses_on_grid(values, scales, grid) > epsilon):
         return None
@@ -246,8 +246,8 @@ def greedy_scales(
 ) -> GreedyResult:
     """Coordinate descent on ``KL(data ‖ output)`` under every instance's ε-pDP constraint.
 
-    Start: every instance at :func:`best_single_scale` of ``candidates`` (or at the uniform
-    ``Δf/ε``, within ε by :func:`~rllib_privacy.accounting.pdp.uniform_laplace_loss_bound`,
+    Start: every instance at ``best_single_scale`` of ``candidates`` (or at the uniform
+    ``Δf/ε``, within ε by ``uniform_laplace_loss_bound``,
     when no candidate is feasible). One pass visits the distinct values, most frequent
     first; for each, the candidate scales for all its copies are tried in order of the KL
     they give (cheap: the output PMF changes by the copies' bin masses), and the first

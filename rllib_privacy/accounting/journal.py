@@ -3,24 +3,24 @@
 A ledger that lives only in checkpoints forgets every release made after the last
 checkpoint when the driver is killed, so a resumed run could spend the budget twice
 (docs/privacy-journal.md: a reset is a silent privacy leak). A component therefore appends each
-release's ledger event(s) to a :class:`PrivacyJournal` and only then hands the release
+release's ledger event(s) to a ``PrivacyJournal`` and only then hands the release
 out; the journal is the source of truth when a run (re)starts. A crash can then only
 over-count (a journaled release that never left), never under-count.
 
 Format: JSON lines, one record per line,
 ``{"seq": n, "component": ..., "time": unix_seconds, **record}`` with ``seq`` = 0, 1, 2, ...
-Each append is flushed and ``os.fsync``-ed before :meth:`PrivacyJournal.append` returns.
+Each append is flushed and ``os.fsync``-ed before ``PrivacyJournal.append`` returns.
 One process writes a journal file at a time (the Algorithm that owns it).
 
 Conventions shared by the components that use it: one file per component,
-``<journal dir>/<component>.jsonl`` (:func:`journal_file`), with the journal dir
-``<Algorithm.logdir>/privacy_journal`` by default (:func:`default_journal_dir`).
+``<journal dir>/<component>.jsonl`` (``journal_file``), with the journal dir
+``<Algorithm.logdir>/privacy_journal`` by default (``default_journal_dir``).
 
-:class:`ReplayJournal` is the one replay layer every journaled component uses (kickstart
+``ReplayJournal`` is the one replay layer every journaled component uses (kickstart
 teacher, PATE labeler, PGC-A3C's aggregator): a header carrying the ledger's id
-(:attr:`rllib_privacy.accounting.ledger.Ledger.ledger_id`), checkpoint markers, and
-:meth:`ReplayJournal.after_restore`, which finds a checkpoint's journal by that id when the
-checkpoint is restored into another folder, or raises :class:`JournalNotFoundError`.
+(``rllib_privacy.accounting.ledger.Ledger.ledger_id``), checkpoint markers, and
+``ReplayJournal.after_restore``, which finds a checkpoint's journal by that id when the
+checkpoint is restored into another folder, or raises ``JournalNotFoundError``.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class PrivacyJournal:
 
     Opening an existing file reads it: a torn LAST line (a crash mid-append: no final
     newline, or not valid JSON) is ignored and truncated away; anything wrong before it
-    raises :class:`PrivacyJournalError` naming the file and line, because silently
+    raises ``PrivacyJournalError`` naming the file and line, because silently
     dropping a release would under-count the budget.
 
     Args:
@@ -272,10 +272,10 @@ class PrivacyJournal:
         return self.extend([record])
 
     def extend(self, records: Iterable[Mapping[str, Any]]) -> int:
-        """Append several records with ONE fsync; return the last seq (as :meth:`append`).
+        """Append several records with ONE fsync; return the last seq (as ``append``).
 
         All records are validated before any is written; an empty iterable writes nothing
-        and returns :attr:`last_seq`.
+        and returns ``last_seq``.
         """
         if self._file.closed:
             raise PrivacyJournalError(f"privacy journal {str(self._path)!r} is closed")
@@ -392,17 +392,17 @@ def _normalize_marker(marker: Any) -> dict[str, Any] | None:
 
 
 class ReplayJournal:
-    """A component's :class:`PrivacyJournal`, tied to its ledger's identity, with restore logic.
+    """A component's ``PrivacyJournal``, tied to its ledger's identity, with restore logic.
 
     Used by every journaled component (kickstart teacher, PATE labeler, PGC-A3C's
     aggregator). On top of the journal it adds:
 
-    * a header record carrying the ledger's id (:attr:`ledger_id`): a checkpoint's
-      :meth:`marker` (ledger id, last seq, file path) names the journal its state reflects;
-    * :meth:`records_to_replay`, every record after the header, for a component that
+    * a header record carrying the ledger's id (``ledger_id``): a checkpoint's
+      ``marker`` (ledger id, last seq, file path) names the journal its state reflects;
+    * ``records_to_replay``, every record after the header, for a component that
       (re)starts without a checkpoint in a folder whose journal already has records (Tune's
       ``--resume`` of a trial that crashed before its first checkpoint);
-    * :meth:`after_restore`, which brings a component just restored from a checkpoint up to
+    * ``after_restore``, which brings a component just restored from a checkpoint up to
       date: the records the checkpoint's journal holds after its marker are replayed,
       whether that journal is this one (same folder) or another one found by the ledger id
       (a restore into a new folder). A checkpoint from another journal is then written here
@@ -416,7 +416,7 @@ class ReplayJournal:
         path: The journal file (created with its folders if missing).
         component: The component name written in every record.
         ledger: The ledger the journal belongs to, or None. A new journal's header takes
-            its :attr:`~rllib_privacy.accounting.ledger.Ledger.ledger_id`; reopening an
+            its ``ledger_id``; reopening an
             existing journal gives the ledger the journal's id instead.
 
     Raises:
@@ -457,7 +457,7 @@ class ReplayJournal:
 
     @property
     def journal_id(self) -> str:
-        """Same as :attr:`ledger_id` (the name used before ledgers had an identity)."""
+        """Same as ``ledger_id`` (the name used before ledgers had an identity)."""
         return self._id
 
     @property
@@ -498,7 +498,7 @@ class ReplayJournal:
         return self._journal.records(after_seq=0)
 
     def tail_after(self, marker: Any) -> list[dict[str, Any]] | None:
-        """Records of THIS journal newer than a checkpoint's :meth:`marker`.
+        """Records of THIS journal newer than a checkpoint's ``marker``.
 
         Returns:
             The records, or None when the marker names another ledger's journal or none.
@@ -551,7 +551,7 @@ class ReplayJournal:
         """Bring the journal and a component just restored from a checkpoint in line.
 
         * Marker of this journal: replay its records newer than the checkpoint.
-        * Marker of another ledger's journal: find that journal (:meth:`find_journal`),
+        * Marker of another ledger's journal: find that journal (``find_journal``),
           replay its records newer than the checkpoint, then append a snapshot of the
           resulting totals here. So a checkpoint restored into a new folder never reports
           fewer releases than were made.
@@ -561,7 +561,7 @@ class ReplayJournal:
         * No marker (a checkpoint from before journals): append a snapshot.
 
         Args:
-            marker: The restored state's :meth:`marker` (None if it had none).
+            marker: The restored state's ``marker`` (None if it had none).
             replay: Applies records to the component (oldest first).
             snapshot: Returns the component's totals (JSON-safe) for a snapshot record.
             accept_loss: Restore even if the checkpoint's journal is missing (its releases

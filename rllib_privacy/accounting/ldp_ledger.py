@@ -4,7 +4,7 @@ In the style of Google's dp-accounting: the ledger records *events* (which agent
 what, through which mechanism, at which ε) and the spent ε is always recomputed from them,
 never stored on its own. Under local DP each agent's guarantee composes only over that
 agent's own releases (basic sequential composition of pure ε-LDP mechanisms); the run's LDP
-guarantee is the worst agent's total, :attr:`LDPLedger.max_epsilon_spent`.
+guarantee is the worst agent's total, ``LDPLedger.max_epsilon_spent``.
 
 Storage is compact because PGC-A3C may see 100k agents with one release each: release kinds
 ``(mechanism, epsilon)`` are interned once, and each agent maps to a kind index (exactly one
@@ -91,16 +91,16 @@ class LDPLedger(Ledger):
     """Releases of ε-LDP mechanisms per agent, with a per-agent budget.
 
     Privacy unit: one agent's data (everything a local agent holds: its environment, its
-    episodes). The ledger's :attr:`spent` is the worst agent's composed ε, with δ = 0
-    (pure ε-LDP); :attr:`budget` is the per-agent budget.
+    episodes). The ledger's ``spent`` is the worst agent's composed ε, with δ = 0
+    (pure ε-LDP); ``budget`` is the per-agent budget.
 
     Per-agent entries are kept (not just counts per (mechanism, ε)): the per-agent budget
-    check and duplicate detection (:meth:`num_releases_of`) need them.
+    check and duplicate detection (``num_releases_of``) need them.
 
     Args:
         epsilon_budget_per_agent: The most ε any one agent may spend (sequential
             composition); ``math.inf`` (default) records without limit.
-        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+        ledger_id: Identity (see ``Ledger``); None
             draws a fresh one.
 
     Raises:
@@ -152,7 +152,7 @@ class LDPLedger(Ledger):
             epsilon: ε of the prospective release, a number > 0.
 
         Returns:
-            True if :meth:`record` would accept it.
+            True if ``record`` would accept it.
 
         Raises:
             ValueError: If ``epsilon`` is not a number > 0.
@@ -194,11 +194,11 @@ class LDPLedger(Ledger):
 
     @property
     def releases(self) -> int:
-        """Same as :attr:`num_releases`."""
+        """Same as ``num_releases``."""
         return self.num_releases
 
     def can_afford(self, agent_id: str, epsilon: float) -> bool:
-        """Same as :meth:`can_release`."""
+        """Same as ``can_release``."""
         return self.can_release(agent_id, epsilon)
 
     @property
@@ -247,7 +247,7 @@ class LDPLedger(Ledger):
         """Re-record a release read back from a privacy journal, even beyond the budget.
 
         The release may have left the agent before a crash: it counts whatever the budget
-        says now, and afterwards :meth:`can_release` refuses that agent.
+        says now, and afterwards ``can_release`` refuses that agent.
 
         Returns:
             The agent's composed ε after this release.
@@ -306,13 +306,13 @@ class LDPLedger(Ledger):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace this ledger's contents (budget included) with a :meth:`state_dict`.
+        """Replace this ledger's contents (budget included) with a ``state_dict``.
 
         The state is fully validated before anything is changed. Agents over the budget
-        (replayed from a journal) load as they are. :attr:`ledger_id` is kept.
+        (replayed from a journal) load as they are. ``ledger_id`` is kept.
 
         Args:
-            state: A dict produced by :meth:`state_dict` (possibly through JSON).
+            state: A dict produced by ``state_dict`` (possibly through JSON).
 
         Raises:
             ValueError: If ``state`` is not in that format or is inconsistent.
@@ -386,7 +386,7 @@ class LDPLedger(Ledger):
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> LDPLedger:
-        """Build a ledger from a :meth:`state_dict` (see :meth:`load_state_dict`)."""
+        """Build a ledger from a ``state_dict`` (see ``load_state_dict``)."""
         ledger = cls()
         ledger.load_state_dict(state)
         return ledger

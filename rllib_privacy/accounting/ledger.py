@@ -6,18 +6,18 @@ Modelled on Opacus's ``IAccountant`` and Google dp-accounting's ledgers: a ledge
 
 Every ledger
 
-* names the **privacy unit** it protects (:attr:`Ledger.privacy_unit`): the neighbouring
+* names the **privacy unit** it protects (``Ledger.privacy_unit``): the neighbouring
   relation its ε is stated for;
-* has a stable **identity** (:attr:`Ledger.ledger_id`): the id written in the header of its
-  write-ahead journal (:class:`~rllib_privacy.accounting.journal.ReplayJournal`), which is how a
+* has a stable **identity** (``Ledger.ledger_id``): the id written in the header of its
+  write-ahead journal (``ReplayJournal``), which is how a
   checkpoint restored anywhere finds the releases made after it;
-* counts its **releases** (:attr:`Ledger.releases`);
-* answers :attr:`~Ledger.spent`, :attr:`~Ledger.remaining` and :meth:`~Ledger.can_afford`,
-  and refuses a :meth:`~Ledger.record` beyond its budget (``BudgetExhaustedError``);
-* round-trips through JSON-safe :meth:`~Ledger.state_dict` / :meth:`~Ledger.load_state_dict`.
+* counts its **releases** (``Ledger.releases``);
+* answers ``spent``, ``remaining`` and ``can_afford``,
+  and refuses a ``record`` beyond its budget (``BudgetExhaustedError``);
+* round-trips through JSON-safe ``state_dict`` / ``load_state_dict``.
 
 Identity is not part of the state: ``load_state_dict`` replaces what was spent and the
-budget, never the ledger's own :attr:`~Ledger.ledger_id` (the id belongs to the journal the
+budget, never the ledger's own ``ledger_id`` (the id belongs to the journal the
 ledger writes to; two ledgers with equal spend compare equal). A component restoring a
 checkpoint compares the checkpoint's journal marker with its own journal instead.
 """
@@ -56,7 +56,7 @@ def check_ledger_id(value: Any) -> str:
 class Ledger(abc.ABC):
     """Base class of the privacy ledgers (teacher, LDP, PATE): see the module docstring.
 
-    Subclasses set :attr:`privacy_unit`, call ``Ledger.__init__(self, ledger_id=...)`` and
+    Subclasses set ``privacy_unit``, call ``Ledger.__init__(self, ledger_id=...)`` and
     implement the abstract members. Their ``record`` and ``can_afford`` take the arguments of
     their mechanism (a release's (k, ε, δ, count), an agent's release, vote histograms).
 
@@ -115,7 +115,7 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     def can_afford(self, *args: Any, **kwargs: Any) -> bool:
-        """Whether :meth:`record` with the same arguments would be accepted."""
+        """Whether ``record`` with the same arguments would be accepted."""
 
     @abc.abstractmethod
     def record(self, *args: Any, **kwargs: Any) -> Any:
@@ -129,7 +129,7 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace events and budget with a :meth:`state_dict`; keep :attr:`ledger_id`."""
+        """Replace events and budget with a ``state_dict``; keep ``ledger_id``."""
 
     # ------------------------------------------------------------------ reporting
 

@@ -34,9 +34,9 @@ from rllib_privacy.mechanisms.noisy_max import validate_votes
 
 __all__ = ["AGGREGATORS", "BUDGET_BASES", "PATELedger"]
 
-#: Which ε a :class:`PATELedger` budget is checked against.
+#: Which ε a ``PATELedger`` budget is checked against.
 BUDGET_BASES = ("data_independent", "data_dependent")
-#: Vote aggregators a :class:`PATELedger` accounts for: Laplacian noisy max (2017,
+#: Vote aggregators a ``PATELedger`` accounts for: Laplacian noisy max (2017,
 #: moments accountant), GNMax and Confident-GNMax (2018, Rényi DP).
 AGGREGATORS = ("lnmax", "gnmax", "confident_gnmax")
 
@@ -87,17 +87,17 @@ class PATELedger(Ledger):
     * ``"lnmax"`` (default): Laplacian noisy max with inverse scale ``gamma`` (PATE 2017),
       composed by the moments accountant (orders ``1..max_order``);
     * ``"gnmax"``: Gaussian noisy max with ``sigma`` (PATE 2018), composed as Rényi DP at
-      ``orders`` (:mod:`rllib_privacy.accounting.gnmax`);
+      ``orders`` (``rllib_privacy.accounting.gnmax``);
     * ``"confident_gnmax"``: every query pays the threshold step (``threshold``,
       ``sigma_threshold``); the queries it answered also pay GNMax (``sigma``). Record each
       query with ``answered`` (whether it passed the threshold).
 
     Every query is recorded with its vote histogram (identical events are stored once with a
     count, so a run with few teachers and actions stays small). Both the data-dependent ε
-    (:attr:`epsilon`) and the data-independent one (:attr:`epsilon_data_independent`) are
+    (``epsilon``) and the data-independent one (``epsilon_data_independent``) are
     derived from these events. The data-dependent one is a function of the private votes:
     publish it only through a private release
-    (:func:`rllib_privacy.accounting.release_data_dependent_epsilon`).
+    (``rllib_privacy.accounting.release_data_dependent_epsilon``).
 
     The budget applies to ``budget_basis``: ``"data_independent"`` (default) makes the
     stopping time independent of the private votes, so the run's guarantee is exactly
@@ -118,7 +118,7 @@ class PATELedger(Ledger):
         threshold: Confident-GNMax's threshold T.
         sigma_threshold: Confident-GNMax's σ₁, a finite number > 0.
         orders: Rényi orders of the GNMax ledgers (None: ``GNMAX_ORDERS``).
-        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+        ledger_id: Identity (see ``Ledger``); None
             draws a fresh one.
 
     Raises:
@@ -305,7 +305,7 @@ class PATELedger(Ledger):
 
     @property
     def releases(self) -> int:
-        """Same as :attr:`num_queries`."""
+        """Same as ``num_queries``."""
         return self._num_queries
 
     @property
@@ -426,7 +426,7 @@ class PATELedger(Ledger):
             answered: Confident-GNMax only: which of ``votes`` passed the threshold.
 
         Returns:
-            True if :meth:`record` would accept them all.
+            True if ``record`` would accept them all.
 
         """
         if votes is not None:
@@ -466,12 +466,12 @@ class PATELedger(Ledger):
 
         The journal holds queries whose labels may have left the labeler before a crash: they
         count whatever the budget says now, and afterwards nothing more is affordable (as
-        with :meth:`load_state_dict`). Recording order is kept, so ε matches the
+        with ``load_state_dict``). Recording order is kept, so ε matches the
         uninterrupted run.
 
         Args:
             votes: Vote histograms, shape ``(m,)`` or ``(N, m)``.
-            answered: As for :meth:`record`.
+            answered: As for ``record``.
 
         Raises:
             ValueError: For bad votes.
@@ -539,15 +539,15 @@ class PATELedger(Ledger):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace this ledger's contents and settings with a :meth:`state_dict`.
+        """Replace this ledger's contents and settings with a ``state_dict``.
 
         Everything is validated before anything changes; the recorded queries are loaded
         even if they exceed the stored budget (a restored run must keep what it spent),
-        in which case no further query is affordable. :attr:`ledger_id` is kept. A
+        in which case no further query is affordable. ``ledger_id`` is kept. A
         version-1 state (LNMax, before GNMax) loads as an LNMax ledger.
 
         Args:
-            state: A dict produced by :meth:`state_dict` (possibly through JSON).
+            state: A dict produced by ``state_dict`` (possibly through JSON).
 
         Raises:
             ValueError: If ``state`` is not in that format.
@@ -630,7 +630,7 @@ class PATELedger(Ledger):
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> PATELedger:
-        """Build a ledger from a :meth:`state_dict` (see :meth:`load_state_dict`)."""
+        """Build a ledger from a ``state_dict`` (see ``load_state_dict``)."""
         ledger = cls(gamma=1.0, delta=0.5)
         ledger.load_state_dict(state)
         return ledger

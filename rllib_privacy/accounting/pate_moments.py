@@ -5,7 +5,7 @@ Private Training Data", ICLR 2017, §3 (Theorems 2-3, Lemma 4). Corrected formul
 docs/components/pate.md. The budgeted ledger of queries that uses it is
 [PATELedger][rllib_privacy.accounting.pate_ledger.PATELedger].
 
-For one query answered by :func:`rllib_privacy.mechanisms.noisy_max` with inverse noise
+For one query answered by ``rllib_privacy.mechanisms.noisy_max`` with inverse noise
 scale γ (a ``(2γ, 0)``-DP mechanism), the log-moment of order ``l`` is bounded by
 
 * data-independent (Theorem 2): ``α(l) ≤ 2γ²·l·(l+1)``;
@@ -119,7 +119,7 @@ def lemma4_q(votes: Any, *, gamma: float) -> np.ndarray:
 
     ``q = Σ_{j≠j*} (2 + γ·gap_j) / (4·exp(γ·gap_j))`` with ``gap_j = n_{j*} − n_j >= 0``,
     capped at 1 (a probability). Ties give ``gap = 0``, i.e. 1/2 per tied class. Computed as
-    ``exp(lemma4_log_q(...))``; the accountant works with :func:`lemma4_log_q` itself.
+    ``exp(lemma4_log_q(...))``; the accountant works with ``lemma4_log_q`` itself.
 
     Args:
         votes: Vote histograms, shape ``(m,)`` or ``(batch, m)``; finite counts >= 0.
@@ -174,7 +174,7 @@ def data_dependent_log_moments(votes: Any, *, gamma: float, max_order: int = 8) 
 
     Returns:
         float64 array of shape ``(max_order,)`` or ``(batch, max_order)``; entry ``l-1`` is
-        the bound on ``α(l)``. Never above :func:`data_independent_log_moments`.
+        the bound on ``α(l)``. Never above ``data_independent_log_moments``.
 
     Raises:
         ValueError: For bad votes or a bad ``gamma``/``max_order``.
@@ -269,7 +269,7 @@ def advanced_composition_epsilon(
 
 @dataclasses.dataclass(frozen=True)
 class PATEEpsilon:
-    """ε of a sequence of PATE queries (the result of :func:`pate_epsilon`).
+    """ε of a sequence of PATE queries (the result of ``pate_epsilon``).
 
     Attributes:
         epsilon: The (ε, δ)-DP bound.
@@ -315,7 +315,7 @@ def pate_epsilon(
             uses Theorem 2 only.
 
     Returns:
-        A :class:`PATEEpsilon` (``float(result)`` is ε). For T = 100, γ = 0.05, δ = 1e-5,
+        A ``PATEEpsilon`` (``float(result)`` is ε). For T = 100, γ = 0.05, δ = 1e-5,
         the data-independent ε is 5.30 at order 5 (the paper's number).
 
     Raises:
@@ -350,11 +350,11 @@ def pate_epsilon(
 def gnmax_epsilon(
     num_queries: int, *, sigma: float, delta: float, max_order: int = 8
 ) -> PATEEpsilon:
-    """Data-independent ε of ``num_queries`` GNMax answers (:func:`gaussian_noisy_max`).
+    """Data-independent ε of ``num_queries`` GNMax answers (``gaussian_noisy_max``).
 
     One changed teacher vote moves the histogram by √2 in L2 norm, so each answer is
     ``(λ, λ/σ²)``-RDP (Gaussian mechanism); as log-moments of order ``l = λ − 1``:
-    ``α(l) = l·(l+1)/σ²`` per query. Composed and converted like :func:`pate_epsilon`.
+    ``α(l) = l·(l+1)/σ²`` per query. Composed and converted like ``pate_epsilon``.
     The data-dependent GNMax analysis (Papernot et al. 2018) is not implemented.
 
     Args:
@@ -364,7 +364,7 @@ def gnmax_epsilon(
         max_order: Largest moment order, an int >= 1.
 
     Returns:
-        A :class:`PATEEpsilon` (``data_dependent`` False).
+        A ``PATEEpsilon`` (``data_dependent`` False).
 
     Raises:
         ValueError: If an argument is invalid.

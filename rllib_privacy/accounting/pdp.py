@@ -44,7 +44,7 @@ tails. Hence:
   single maximum further out, bracketed by doubling and then bisected.
 
 The computation therefore needs no grid and never under-reports the loss (up to
-floating-point rounding). :func:`instance_privacy_losses_on_grid` evaluates the same
+floating-point rounding). ``instance_privacy_losses_on_grid`` evaluates the same
 definition on a user-given grid; it is the independent check used in the tests.
 
 Cost: instances with the same (value, scale) have the same loss, so everything runs on
@@ -164,7 +164,7 @@ def instance_privacy_losses(
 
     Sensitivity assumption: none beyond the data themselves; pDP is a property of this
     dataset and this scale set (the uniform mechanism's ``Δf = max(D) - min(D)`` is only
-    needed by :func:`uniform_laplace_loss_bound`).
+    needed by ``uniform_laplace_loss_bound``).
 
     Args:
         values: The instances ``d_i``, 1-D, at least 2, all finite (numpy or torch).
@@ -204,7 +204,7 @@ def instance_privacy_losses(
 def instance_privacy_losses_on_grid(values: object, scales: object, grid: object) -> np.ndarray:
     """The same per-instance loss, with the sup/inf taken over ``grid`` points only.
 
-    A lower bound of :func:`instance_privacy_losses` (grid points are a subset of R); kept
+    A lower bound of ``instance_privacy_losses`` (grid points are a subset of R); kept
     as the direct, independent evaluation of the definition for tests and plots.
 
     Args:

@@ -12,8 +12,8 @@ several reports (or to several batches) must still compose the resulting (ε, δ
 
 Two bounds are provided:
 
-* :func:`shuffle_epsilon_closed_form`, the closed form of FMT21's main theorem;
-* :func:`shuffle_epsilon`, FMT21's numerical bound (their Appendix E, reference code
+* ``shuffle_epsilon_closed_form``, the closed form of FMT21's main theorem;
+* ``shuffle_epsilon``, FMT21's numerical bound (their Appendix E, reference code
   ``apple/ml-shuffling-amplification``), which is much tighter and is never above the
   closed form nor ε₀.
 

@@ -2,7 +2,7 @@
 
 docs/privacy-journal.md: the teacher owns its budget and every answered state is one release of the
 Dirichlet mechanism at the current concentration k, with the (ε, δ) of Theorem 1
-(:func:`rllib_privacy.accounting.dirichlet_privacy`). The ledger records events
+(``rllib_privacy.accounting.dirichlet_privacy``). The ledger records events
 ``(k, epsilon, delta, count)`` (``count`` states answered at that (ε, δ); consecutive events
 with the same (k, ε, δ) are merged, so a run has about one event per rollout) and always
 recomputes the spent (ε, δ) from them.
@@ -12,8 +12,8 @@ Composition:
 * ``"rdp"``: Rényi DP (docs/components/kickstarting.md#privacy-accounting). Each release is
   recorded with its k and its mechanism (η, radius = (1 − mη)·L·b, m); the ledger keeps a
   count per distinct (k, η, radius, m), the RDP curve is Σ count·ε_RDP(a) at every order a
-  (:func:`rllib_privacy.accounting.dirichlet_renyi.dirichlet_rdp`, cached per distinct
-  release) and the spent pair is (:func:`~rllib_privacy.accounting.dirichlet_renyi.rdp_to_epsilon`
+  (``rllib_privacy.accounting.dirichlet_renyi.dirichlet_rdp``, cached per distinct
+  release) and the spent pair is (``rdp_to_epsilon``
   of that curve at δ_target, δ_target) with δ_target = ``delta_budget``. The per-release
   (ε, δ) of Theorem 1 play no part (no per-release δ, no ln(1/τ) term).
 * ``"basic"``: (Σ count·ε_i, Σ count·δ_i) (Dwork & Roth, Thm 3.16).
@@ -111,7 +111,7 @@ def _check_epsilon(name: str, value: Any) -> float:
 
 
 def _decode_number(name: str, value: Any) -> Any:
-    """Undo :func:`_encode_epsilon`: ``"inf"`` becomes ``math.inf``; other values pass through."""
+    """Undo ``_encode_epsilon``: ``"inf"`` becomes ``math.inf``; other values pass through."""
     if value == "inf":
         return math.inf
     if isinstance(value, str):
@@ -197,8 +197,8 @@ class TeacherLedger(Ledger):
         advanced_delta_slack: δ' of advanced composition, in (0, 1); it counts towards
             ``delta_budget``. Ignored for ``"basic"`` and ``"rdp"``.
         orders: Rényi orders of the ``"rdp"`` curve (default
-            :data:`~rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS`).
-        ledger_id: Identity (see :class:`~rllib_privacy.accounting.ledger.Ledger`); None
+            ``DEFAULT_ORDERS``).
+        ledger_id: Identity (see ``Ledger``); None
             draws a fresh one.
 
     Raises:
@@ -315,7 +315,7 @@ class TeacherLedger(Ledger):
         return tuple((*release, count) for release, count in self._rdp_counts.items())
 
     def rdp_curve(self) -> np.ndarray:
-        """The composed RDP ε at each of :attr:`orders` (zeros without ``"rdp"`` releases)."""
+        """The composed RDP ε at each of ``orders`` (zeros without ``"rdp"`` releases)."""
         curve = np.zeros(len(self._orders))
         for (k, eta, radius, m), count in self._rdp_counts.items():
             curve += count * _release_curve(self._orders, k, eta, radius, m)
@@ -335,7 +335,7 @@ class TeacherLedger(Ledger):
     def spent(self) -> tuple[float, float]:
         """The composed ``(epsilon, delta)`` of all recorded releases, (0.0, 0.0) if none.
 
-        Under ``"rdp"``: (ε at δ_target, δ_target), δ_target being :attr:`delta_budget`.
+        Under ``"rdp"``: (ε at δ_target, δ_target), δ_target being ``delta_budget``.
         """
         if self._composition == "rdp":
             return self._rdp_spent(self._rdp_counts)
@@ -370,7 +370,7 @@ class TeacherLedger(Ledger):
 
     @property
     def releases(self) -> int:
-        """Same as :attr:`num_releases`."""
+        """Same as ``num_releases``."""
         return self.num_releases
 
     @property
@@ -447,12 +447,12 @@ class TeacherLedger(Ledger):
         the ε budget.
 
         Args:
-            **release: The keyword arguments of :meth:`record`: ``count``, and ``epsilon``
+            **release: The keyword arguments of ``record``: ``count``, and ``epsilon``
                 and ``delta`` (``"basic"``/``"advanced"``; ``k`` optional) or ``k``,
                 ``eta``, ``radius`` and ``num_actions`` (``"rdp"``).
 
         Returns:
-            True if :meth:`record` would accept them.
+            True if ``record`` would accept them.
 
         Raises:
             ValueError: If an argument is out of range or one the composition needs is
@@ -540,11 +540,11 @@ class TeacherLedger(Ledger):
 
         The journal holds releases that may have left the teacher before a crash: they count
         whatever the budget says now (e.g. a smaller budget on resume), and afterwards
-        :meth:`can_afford` refuses. Events merge exactly as in :meth:`record`, so replaying a
+        ``can_afford`` refuses. Events merge exactly as in ``record``, so replaying a
         journal reproduces the ledger of the uninterrupted run.
 
         Args:
-            **release: The keyword arguments of :meth:`record` (``k``, ``count`` and what
+            **release: The keyword arguments of ``record`` (``k``, ``count`` and what
                 the composition needs).
 
         Raises:
@@ -607,10 +607,10 @@ class TeacherLedger(Ledger):
 
         The state is fully validated before anything changes. Releases beyond the state's
         budget (replayed from a journal) are loaded as they are; nothing more is affordable
-        then. :attr:`ledger_id` is kept.
+        then. ``ledger_id`` is kept.
 
         Args:
-            state: A dict produced by :meth:`state_dict` (possibly through JSON).
+            state: A dict produced by ``state_dict`` (possibly through JSON).
 
         Raises:
             ValueError: If ``state`` is not in that format.
@@ -677,7 +677,7 @@ class TeacherLedger(Ledger):
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> TeacherLedger:
-        """Build a ledger from a :meth:`state_dict` (see :meth:`load_state_dict`)."""
+        """Build a ledger from a ``state_dict`` (see ``load_state_dict``)."""
         ledger = cls(epsilon_budget=math.inf)
         ledger.load_state_dict(state)
         return ledger

@@ -9,7 +9,7 @@ Method (after Ding et al. 2018 and Jagielski et al. 2020):
    selection split alone, and the splits are independent, no multiple-testing correction is
    needed however many candidate events are searched (this replaces a Bonferroni
    correction over all events, which would cost power as the search grows).
-3. Reduce every release to a scalar ``s`` with ``statistic`` (see :func:`audit_mechanism`).
+3. Reduce every release to a scalar ``s`` with ``statistic`` (see ``audit_mechanism``).
 4. Candidate events: if the selection split shows at most ``max_discrete_values`` distinct
    values of ``s`` (labels, signs, ...), every single value and the unions of values ranked
    by their empirical likelihood ratio (for each direction); otherwise intervals
@@ -22,7 +22,7 @@ Method (after Ding et al. 2018 and Jagielski et al. 2020):
    chosen for a ratio that their counts cannot support; the best one is kept. (The
    correction only steers the choice; the reported bound needs none.)
 6. On the estimation split: ``supported_epsilon = max(0, ln((p_x_lower − δ)/p_y_upper))``,
-   with Clopper–Pearson bounds (:func:`rllib_privacy.audit.clopper_pearson`) and (x, y) =
+   with Clopper–Pearson bounds (``rllib_privacy.audit.clopper_pearson``) and (x, y) =
    (a, b) or (b, a) as chosen.
 
 Guarantee: with probability at least ``confidence`` (over the estimation split, whatever
@@ -80,7 +80,7 @@ Statistic = Callable[[np.ndarray], Any]
 
 @dataclasses.dataclass(frozen=True)
 class AuditResult:
-    """The verdict of :func:`audit_mechanism`.
+    """The verdict of ``audit_mechanism``.
 
     Attributes:
         supported_epsilon: A lower confidence bound (level ``confidence``) on the mechanism's
@@ -402,7 +402,7 @@ def audit_mechanism(
             always use intervals).
 
     Returns:
-        An :class:`AuditResult`.
+        An ``AuditResult``.
 
     Raises:
         ValueError: If an argument is invalid (the message names it), the mechanism returns

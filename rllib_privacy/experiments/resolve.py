@@ -189,7 +189,7 @@ def resolve_env_values(config: dict[str, Any], default_env: Any, label: str) -> 
     """Resolve ``config["env"]`` in place (each value of a grid search too).
 
     Args:
-        config: The config dict; its ``env`` is replaced by what :func:`resolve_env`
+        config: The config dict; its ``env`` is replaced by what ``resolve_env``
             returns, and removed when None.
         default_env: The algorithm's default env (used when the config has none).
         label: Prefix for messages (e.g. ``"with gpu_config merged: "``).

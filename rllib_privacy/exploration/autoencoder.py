@@ -104,7 +104,7 @@ class AutoencoderHash:
         architecture: ``mlp`` for vector states, ``conv`` for image frames.
         hidden: MLP hidden widths (encoder; the decoder mirrors them).
         pool_size: Capacity of the FIFO replay pool of states.
-        train_steps: Adam steps per :meth:`train` call.
+        train_steps: Adam steps per ``train`` call.
         batch_size: States per step, drawn uniformly from the pool.
         lr: Adam step size.
         probe_size: The first ``probe_size`` observed states form the fixed set on which
@@ -270,7 +270,7 @@ class AutoencoderHash:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned."""
+        """Restores what ``state_dict`` returned."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         pool = np.asarray(state["pool"], dtype=np.float32)

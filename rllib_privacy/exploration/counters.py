@@ -5,7 +5,7 @@ Alg. 1 lines 7-8), so two equal codes in one batch both get the count that inclu
 the other. Both work on the batch as arrays (sort, searchsorted, np.add.at): there is no
 Python loop over states.
 
-A code row is turned into a key of bytes by :func:`code_keys`: SimHash codes (int8 in
+A code row is turned into a key of bytes by ``code_keys``: SimHash codes (int8 in
 {−1, +1}) are packed to one bit per entry, other integer codes (BASS features,
 user key functions) use their int64 bytes; for state-action counting the action's int64
 bytes are appended.
@@ -92,7 +92,7 @@ class ExactCounter:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the key and count arrays (grows with :attr:`num_unique`)."""
+        """Bytes of the key and count arrays (grows with ``num_unique``)."""
         return int(self._keys.nbytes + self._counts.nbytes)
 
     def increment_and_count(self, codes: Any, actions: Any = None) -> np.ndarray:
@@ -136,7 +136,7 @@ class ExactCounter:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned."""
+        """Restores what ``state_dict`` returned."""
         if state.get("kind") != "exact":
             raise ValueError(f"not an ExactCounter state: kind={state.get('kind')!r}")
         width = int(state["width"])
@@ -252,7 +252,7 @@ class CountMinSketch:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what :meth:`state_dict` returned (the primes must match)."""
+        """Restores what ``state_dict`` returned (the primes must match)."""
         if state.get("kind") != "count_min":
             raise ValueError(f"not a CountMinSketch state: kind={state.get('kind')!r}")
         if tuple(int(p) for p in state["primes"]) != self.primes:

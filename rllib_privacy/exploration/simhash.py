@@ -211,7 +211,7 @@ class SimHash:
         return {"seed": self.seed, "projection": self.projection.copy()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores the projection saved by :meth:`state_dict`."""
+        """Restores the projection saved by ``state_dict``."""
         projection = np.asarray(state["projection"], dtype=np.float64)
         if projection.shape != self.projection.shape:
             raise ValueError(

@@ -21,7 +21,7 @@ def clip_rows(rows: np.ndarray, *, bound: float, norm: str) -> np.ndarray:
     Args:
         rows: ``(n, d)`` finite array; each row is clipped on its own.
         bound: The norm bound, a finite number >= 0.
-        norm: One of :data:`CLIP_NORMS`.
+        norm: One of ``CLIP_NORMS``.
 
     Returns:
         A new float64 ``(n, d)`` array.

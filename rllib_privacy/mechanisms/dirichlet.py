@@ -4,7 +4,7 @@ Reference: P. Gohari, B. Chen, B. Wu, M. Hale, U. Topcu, "Privacy-Preserving Kic
 Reinforcement Learning with Privacy-Aware Learners", §3 (eq. 5, Theorem 1) and §4 (Lemma 1,
 eq. 15). See docs/components/kickstarting.md. The privacy parameters (ε, δ) of a release are
 computed in
-:mod:`rllib_privacy.accounting.dirichlet`.
+``rllib_privacy.accounting.dirichlet``.
 
 A teacher's policy π(s) ∈ Δ_m is first restricted to Δ_{m,η} = {x : Σx = 1, x_i ≥ η} by mixing
 it with the uniform distribution, π̃ = (1 − mη)·π + η, and then released as one draw
@@ -292,7 +292,7 @@ def dirichlet_mechanism(
 
     Formula (paper eq. 5): density Γ(k)·Π_i x_i^{kπ̃_i − 1} / Γ(kπ̃_i) on the simplex, mean π̃,
     Var(x_i) = π̃_i(1 − π̃_i)/(k + 1). Each row is one release; its (ε, δ) follow from
-    Theorem 1 (:func:`rllib_privacy.accounting.dirichlet_privacy`), which assumes π̃ comes
+    Theorem 1 (``rllib_privacy.accounting.dirichlet_privacy``), which assumes π̃ comes
     from an L-Lipschitz map of the observation (sensitivity: ‖π̃(s) − π̃(s')‖₂ ≤ L·b for
     b-adjacent observations) and η > 0.
 
@@ -305,7 +305,7 @@ def dirichlet_mechanism(
     sampler for Gamma variates, so the draws come from a numpy generator seeded per call
     with 128 OS-entropy bits (``secure_noise.os_entropy_generator``), and the release is
     snapped to the grid of multiples of ``2^-20`` with rows summing to exactly 1
-    (:func:`snap_to_grid`). Snapping is post-processing, so (ε, δ) are unchanged; it
+    (``snap_to_grid``). Snapping is post-processing, so (ε, δ) are unchanged; it
     removes the low-order float bits in which an input-dependent artifact of the float
     Gamma/log sampler (the Mironov 2012 kind of leak) would live. This is a mitigation,
     not a proof: the coarse bits still come from a float sampler. Entries below ``2^-21``
@@ -327,7 +327,7 @@ def dirichlet_mechanism(
 
     Raises:
         ValueError: If ``k`` is not a finite number > 0, ``eta`` is outside [0, 1/m), the
-            policy is not a batch of probability vectors (see :func:`restrict_policy`), or
+            policy is not a batch of probability vectors (see ``restrict_policy``), or
             ``rng`` is not a supported generator, or ``secure_mode`` is not a bool.
 
     """
@@ -359,7 +359,7 @@ def concentration_radius(*, k: float, beta: float) -> float:
     because a Dirichlet vector with total concentration k is sub-Gaussian with variance proxy
     1/(4(k + 1)) (Marchal & Arbel 2017). The radius is kept as specified because the
     kickstart threshold α_λ = λ·r (eq. 15) is a tuned heuristic; for a radius that provably
-    bounds the norm use :func:`norm_concentration_radius`.
+    bounds the norm use ``norm_concentration_radius``.
 
     Args:
         k: Concentration k, a number > 0 (``math.inf`` gives 0: no noise).
@@ -383,7 +383,7 @@ def norm_concentration_radius(*, k: float, beta: float, num_actions: int) -> flo
     """A radius r with P(‖Dir_k(π) − π‖₂ >= r) <= β for every π ∈ Δ_m (Markov's inequality).
 
     E‖x − π‖₂² = (1 − ‖π‖₂²)/(k + 1) <= (1 − 1/m)/(k + 1) for x ~ Dir(k·π), so
-    r = sqrt((1 − 1/m) / (β·(k + 1))) works. Larger than :func:`concentration_radius` for
+    r = sqrt((1 − 1/m) / (β·(k + 1))) works. Larger than ``concentration_radius`` for
     small β, but valid for the norm.
 
     Args:

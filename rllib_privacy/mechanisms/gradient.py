@@ -1,10 +1,10 @@
 """A small, validated description of how a gradient is privatized before it leaves an agent.
 
-:class:`GradientMechanism` is what configs and plug-ins hold: it names the mechanism
+``GradientMechanism`` is what configs and plug-ins hold: it names the mechanism
 (``"laplace"`` = Ono & Takahashi Alg. 2, ``"prs"`` = Alg. 3, ``"privunitg"`` / ``"privunit2"``
 = the optimal L2-ball mechanisms of docs/components/ldp-a3c.md, ``"none"`` = no privacy) with its
-parameters, checks them once, and applies them with :meth:`GradientMechanism.privatize` (one
-gradient) or :meth:`GradientMechanism.privatize_rows` (one release per row, vectorized).
+parameters, checks them once, and applies them with ``GradientMechanism.privatize`` (one
+gradient) or ``GradientMechanism.privatize_rows`` (one release per row, vectorized).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class GradientMechanism:
     """How a gradient is privatized before submission; one call = one release.
 
     Attributes:
-        name: One of :data:`MECHANISM_NAMES`: ``"laplace"`` (Alg. 2, Laplace noise of scale
+        name: One of ``MECHANISM_NAMES``: ``"laplace"`` (Alg. 2, Laplace noise of scale
             ``clip/epsilon`` after L1 clipping to ``clip/2``), ``"prs"`` (Alg. 3, projected
             random sign with projected coordinates clipped to ``[-clip, clip]``),
             ``"privunitg"`` / ``"privunit2"`` (PrivUnitG / PrivUnit2 after L2 clipping to
@@ -68,13 +68,13 @@ class GradientMechanism:
         clip: Clipping size C, a finite number > 0 (required but unused for ``"none"``):
             the L1 bound is ``C/2`` for ``"laplace"``, the L2 bound is ``C`` for
             ``"privunitg"``/``"privunit2"``, the bound on each projected coordinate for
-            ``"prs"`` (see :attr:`clip_norm`, :attr:`clip_bound`).
+            ``"prs"`` (see ``clip_norm``, ``clip_bound``).
         reduced_dim: PRS only: d̂ (an int >= 1, at most the gradient's size); None uses
-            :func:`~rllib_privacy.mechanisms.prs_reduced_dim`. Must be None otherwise.
+            ``prs_reduced_dim``. Must be None otherwise.
         debias: PRS only: rescale the output to be unbiased when nothing is clipped (see
-            :func:`~rllib_privacy.mechanisms.projected_random_sign`). Must be False otherwise.
+            ``projected_random_sign``). Must be False otherwise.
         secure_mode: Floating-point-safe noise from OpenDP / OS entropy
-            (docs/secure-noise.md); same ε, the ``rng`` passed to :meth:`privatize` is then ignored.
+            (docs/secure-noise.md); same ε, the ``rng`` passed to ``privatize`` is then ignored.
 
     Raises:
         PrivacyConfigError: (a ``ValueError``) naming the offending field and what is
@@ -130,12 +130,12 @@ class GradientMechanism:
 
     @property
     def epsilon_per_release(self) -> float:
-        """ε spent by one :meth:`privatize` call (``math.inf`` for ``"none"``)."""
+        """ε spent by one ``privatize`` call (``math.inf`` for ``"none"``)."""
         return self.epsilon
 
     @property
     def clip_norm(self) -> str | None:
-        """Which norm :attr:`clip_bound` bounds.
+        """Which norm ``clip_bound`` bounds.
 
         ``"l1"`` (``"laplace"``: the whole gradient's L1 norm), ``"linf_projected"``
         (``"prs"``: each coordinate of the random projection ``Mg``), ``"l2"``
@@ -150,7 +150,7 @@ class GradientMechanism:
 
     @property
     def clip_bound(self) -> float | None:
-        """The bound gradients are clipped to, in :attr:`clip_norm`.
+        """The bound gradients are clipped to, in ``clip_norm``.
 
         ``clip/2`` for ``"laplace"`` (any two clipped gradients are then at L1 distance at
         most ``clip``), ``clip`` for the others, None for ``"none"``.
@@ -190,8 +190,8 @@ class GradientMechanism:
         ``c = tanh(epsilon/(2·d̂))``). ``"privunitg"``/``"privunit2"``: the per-coordinate
         RMS error of one release of a gradient with ``‖g‖₂ = clip``,
         ``clip·sqrt(mse/dim)`` with ``mse`` from
-        :func:`~rllib_privacy.mechanisms.privunitg_mse` /
-        :func:`~rllib_privacy.mechanisms.privunit2_mse` (optimal γ). ``"none"``: 0.0.
+        ``privunitg_mse`` /
+        ``privunit2_mse`` (optimal γ). ``"none"``: 0.0.
 
         Args:
             dim: Number of entries of the gradient, an int >= 1.
@@ -230,10 +230,10 @@ class GradientMechanism:
             For ``"none"`` a copy of ``grad`` (detached for torch), not validated.
 
         Raises:
-            ValueError: As :func:`~rllib_privacy.mechanisms.laplace_gradient`,
-                :func:`~rllib_privacy.mechanisms.projected_random_sign`,
-                :func:`~rllib_privacy.mechanisms.privunitg` or
-                :func:`~rllib_privacy.mechanisms.privunit2`.
+            ValueError: As ``laplace_gradient``,
+                ``projected_random_sign``,
+                ``privunitg`` or
+                ``privunit2``.
 
         """
         if self.name == "laplace":
@@ -267,10 +267,10 @@ class GradientMechanism:
 
         - ``"laplace"``: each row L1-clipped to ``clip/2``, plus Laplace noise of scale
           ``clip/epsilon`` per entry (vectorized; OpenDP's sampler in secure mode).
-        - ``"prs"``: :func:`~rllib_privacy.mechanisms.projected_random_sign` on each row
+        - ``"prs"``: ``projected_random_sign`` on each row
           (a loop: every row draws its own projection).
-        - ``"privunitg"``/``"privunit2"``: :func:`~rllib_privacy.mechanisms.privunitg_rows`
-          / :func:`~rllib_privacy.mechanisms.privunit2_rows` (vectorized).
+        - ``"privunitg"``/``"privunit2"``: ``privunitg_rows``
+          / ``privunit2_rows`` (vectorized).
         - ``"none"``: a copy (detached for torch), not validated.
 
         Args:
@@ -349,7 +349,7 @@ class GradientMechanism:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GradientMechanism:
-        """Build a mechanism from :meth:`to_dict`'s output (or a config mapping).
+        """Build a mechanism from ``to_dict``'s output (or a config mapping).
 
         Args:
             data: Mapping with keys ``name``, ``epsilon``, ``clip`` and optionally

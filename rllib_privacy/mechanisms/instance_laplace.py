@@ -3,14 +3,14 @@
 Reference: S. Ryu, H. Joo, J. Jang and H. J. Yang, "Instance-Wise Laplace Mechanism via Deep
 Reinforcement Learning" (AAAI 2024 student abstract), eq. (4). See
 docs/components/instance-laplace.md and
-:mod:`rllib_privacy.accounting.pdp` for the per-instance privacy loss.
+``rllib_privacy.accounting.pdp`` for the per-instance privacy loss.
 
 Utility (the paper's KL divergence) is measured on shared bins: ``num_bins`` equal bins over
 the data range ``[min(D), max(D)]`` whose two outer bins extend to ±∞, i.e. outputs are
 clamped to the data range (post-processing, so privacy is unchanged). The original PMF is
 the histogram of ``D``; the privatized PMF is the *exact* output distribution of the random
 sampling query with per-instance Laplace noise, ``(1/n)·Σ_i P(d_i + Lap(b_i) ∈ bin)``, from
-the Laplace CDF (:func:`scipy.stats.laplace`), so the KL is deterministic (no sampling).
+the Laplace CDF (``scipy.stats.laplace``), so the KL is deterministic (no sampling).
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ def instance_laplace(
 
     Formula: eq. (4) of Ryu et al. with ``f(d_i) = d_i`` (k = 1 per instance). Privacy is
     per instance and depends on the whole scale set; check it with
-    :func:`rllib_privacy.accounting.pdp.instance_privacy_losses`. By default the
+    ``rllib_privacy.accounting.pdp.instance_privacy_losses``. By default the
     floating-point side channel of the Laplace sampler (Mironov, 2012) is not addressed;
     with ``secure_mode=True`` every group of instances that shares a scale gets OpenDP's
     exact Laplace noise of that scale
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`; same distribution, so
+    (``secure_laplace``; same distribution, so
     the per-instance losses are unchanged) and ``rng`` is ignored.
 
     Args:
@@ -142,7 +142,7 @@ def laplace_bin_masses(centers: object, scales: object, edges: object) -> np.nda
     Args:
         centers: Laplace centers, 1-D.
         scales: Laplace scales > 0, same shape.
-        edges: Bin edges, strictly increasing (see :func:`bin_edges`).
+        edges: Bin edges, strictly increasing (see ``bin_edges``).
 
     Returns:
         Array of shape ``(len(centers), len(edges) - 1)``; each row sums to 1.
@@ -180,8 +180,8 @@ def privatized_pmf(values: object, scales: object, edges: object) -> np.ndarray:
 def kl_divergence(p: object, q: object, *, floor: float = KL_FLOOR) -> float:
     """``KL(p ‖ q) = Σ_k p_k·ln(p_k/q_k)`` (natural log) on shared bins.
 
-    ``q`` is floored at ``floor`` and renormalized (see :data:`KL_FLOOR`); bins with
-    ``p_k = 0`` contribute 0 (:func:`scipy.special.rel_entr`).
+    ``q`` is floored at ``floor`` and renormalized (see ``KL_FLOOR``); bins with
+    ``p_k = 0`` contribute 0 (``scipy.special.rel_entr``).
 
     Args:
         p: Reference PMF (non-negative, sums to 1).

@@ -25,7 +25,7 @@ GradT = TypeVar("GradT")
 
 
 def laplace_noise_scale(*, epsilon: float, clip: float) -> float:
-    """Return the Laplace scale ``b = clip / epsilon`` used by :func:`laplace_gradient`.
+    """Return the Laplace scale ``b = clip / epsilon`` used by ``laplace_gradient``.
 
     Each coordinate's noise has density ``(1/(2b))·exp(-|z|/b)`` and variance ``2·b²``.
 
@@ -104,7 +104,7 @@ def laplace_gradient(
     to ±inf when ``C/ε`` is huge). By default the float sampler's side channel (Mironov,
     2012: the set of reachable outputs depends on the input) is not addressed; with
     ``secure_mode=True`` the noise comes from OpenDP's exact Laplace sampler
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`), whose privacy map is
+    (``secure_laplace``), whose privacy map is
     exactly ``C/scale = ε`` for the same clipping, so the ledger's ε is unchanged; ``rng``
     is then ignored (OpenDP has its own secure generator). Cost: ≈ 4 ms CPU per 112 entries.
 

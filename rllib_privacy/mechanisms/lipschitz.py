@@ -12,7 +12,7 @@ Two facts the caller combines with the result (docs/components/kickstarting.md):
 * softmax is 1-Lipschitz in L2 (its Jacobian diag(p) − ppᵀ has spectral norm <= 1/2), so the
   bound for the logits network is also a bound for the policy softmax(logits);
 * the η-restriction π̃ = (1 − mη)·π + η multiplies the constant by (1 − mη)
-  (:func:`restricted_lipschitz`).
+  (``restricted_lipschitz``).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def plurality(votes: Any) -> np.ndarray:
     This is NOT private: use it only for non-released diagnostics (e.g. label agreement).
 
     Args:
-        votes: Vote histograms, 1-D or 2-D (see :func:`validate_votes`).
+        votes: Vote histograms, 1-D or 2-D (see ``validate_votes``).
 
     Returns:
         An int64 array of shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
@@ -104,7 +104,7 @@ def noisy_max(
     Use [pate_moments][rllib_privacy.accounting.pate_moments] to compose many queries.
 
     Secure mode: the counts get OpenDP's exact Laplace noise on the float domain
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_laplace`, lattice ``2^-1074``,
+    (``secure_laplace``, lattice ``2^-1074``,
     then rounded to floats), not the integer discrete Laplace, even for integral votes:
     the data-independent ``2γ`` bound would hold for both (the whole noisy histogram is
     ``2γ``-DP and the argmax is post-processing), but the data-dependent bound (Lemma 4's
@@ -125,7 +125,7 @@ def noisy_max(
         int64 labels, shape ``()`` for 1-D input or ``(batch,)`` for 2-D input.
 
     Raises:
-        ValueError: For bad votes (see :func:`validate_votes`), a ``gamma`` that is not a
+        ValueError: For bad votes (see ``validate_votes``), a ``gamma`` that is not a
             finite number > 0, an ``rng`` that is not a Generator or None, or a
             ``secure_mode`` that is not a bool.
 
@@ -151,22 +151,22 @@ def gaussian_noisy_max(
 
     Papernot et al. 2018, §4.1. One changed teacher vote moves the histogram by at most
     √2 in L2 norm; GNMax is ``(λ, λ/σ²)``-RDP for every order λ > 1 (data-independent
-    bound of that paper, Prop. 8); :func:`rllib_privacy.accounting.gnmax_epsilon` composes
-    it and :func:`rllib_privacy.accounting.gnmax_rdp` gives the data-dependent bound
+    bound of that paper, Prop. 8); ``rllib_privacy.accounting.gnmax_epsilon`` composes
+    it and ``rllib_privacy.accounting.gnmax_rdp`` gives the data-dependent bound
     (Theorem 6 with Prop. 7's ``q``, which assumes continuous Gaussian noise).
 
     Secure mode: integral vote counts get OpenDP's exact discrete Gaussian
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_discrete_gaussian`): for integer
+    (``secure_discrete_gaussian``): for integer
     sensitivity it has the continuous Gaussian's zCDP, ``Δ₂²/(2σ²)`` (Canonne, Kamath,
     Steinke 2020, Thm. 4), hence the same ``(λ, λ/σ²)``-RDP with ``Δ₂ = √2``, so the
     accountant is unchanged (the argmax of integer noisy counts can tie; ties go to the
     lowest index, post-processing). Fractional votes get OpenDP's float-domain Gaussian.
     ``rng`` is ignored. Prop. 7's tail bound is proven for continuous noise only, so in
     secure mode with integral votes rely on the data-independent bound (or use
-    :func:`confident_gnmax`, whose secure mode draws OpenDP's float-domain Gaussian).
+    ``confident_gnmax``, whose secure mode draws OpenDP's float-domain Gaussian).
 
     Args:
-        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
+        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see ``noisy_max``).
         sigma: Standard deviation σ of the Gaussian noise, a finite number > 0.
         rng: numpy Generator to draw the noise from; None uses a fresh unseeded one.
             Ignored in secure mode.
@@ -204,19 +204,19 @@ def confident_gnmax(
     """Confident-GNMax (Papernot et al. 2018, Algorithm 1): answer only confident queries.
 
     Formula: a query is answered iff ``max_j n_j + N(0, σ₁²) ≥ T``; an answered query gets
-    the GNMax label ``argmax_j (n_j + N(0, σ₂²))``, the others :data:`UNANSWERED` (−1).
+    the GNMax label ``argmax_j (n_j + N(0, σ₂²))``, the others ``UNANSWERED`` (−1).
 
     Privacy: the threshold step is the Gaussian mechanism on ``max_j n_j`` (sensitivity 1),
     ``(λ, λ/(2σ₁²))``-RDP; the labelling step is GNMax, ``(λ, λ/σ₂²)``-RDP, paid only by
     answered queries. Data-dependent bounds and their smooth-sensitivity release:
-    :mod:`rllib_privacy.accounting.gnmax` (``confident_gnmax_rdp``).
+    ``rllib_privacy.accounting.gnmax`` (``confident_gnmax_rdp``).
 
     Secure mode: both steps draw OpenDP's float-domain Gaussian
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_gaussian`, the continuous
+    (``secure_gaussian``, the continuous
     Gaussian's guarantee, so the data-dependent analysis applies); ``rng`` is ignored.
 
     Args:
-        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see :func:`noisy_max`).
+        votes: Vote histograms, shape ``(m,)`` or ``(batch, m)`` (see ``noisy_max``).
         threshold: The threshold T (in votes), a finite number.
         sigma_threshold: σ₁ of the threshold step's noise, a finite number > 0.
         sigma: σ₂ of the labelling step's noise, a finite number > 0.

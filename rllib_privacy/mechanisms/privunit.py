@@ -28,7 +28,7 @@ looser bound for the cap; at d = 112 that turns a nominal ε = 4 into about 3.57
 more error (docs/components/ldp-a3c.md); nothing of the kind is done here.
 
 Error (closed form, for a unit input; multiply by ``C²`` for ``‖g‖ = C``):
-:func:`privunitg_mse` and :func:`privunit2_mse`; at d = 112 the optimal γ give
+``privunitg_mse`` and ``privunit2_mse``; at d = 112 the optimal γ give
 MSE/C² ≈ 709 (G) and 705 (2) at ε = 1, 48.75 and 48.04 at ε = 4.
 """
 
@@ -196,7 +196,7 @@ def _optimal_gamma_2(epsilon: float, dim: int) -> float:
 
 
 def privunitg_optimal_gamma(epsilon: float, dim: int) -> float:
-    """Return the γ that minimizes PrivUnitG's error :func:`privunitg_mse` (cached).
+    """Return the γ that minimizes PrivUnitG's error ``privunitg_mse`` (cached).
 
     Minimizes ``E‖Z‖² = (E[α²] + d - 1)/m²`` (log space) over ``γ ∈ [0, 30]``: a grid
     search, then ``scipy.optimize.minimize_scalar`` (bounded) around the best grid point.
@@ -217,7 +217,7 @@ def privunitg_optimal_gamma(epsilon: float, dim: int) -> float:
 
 
 def privunit2_optimal_gamma(epsilon: float, dim: int) -> float:
-    """Return the γ that minimizes PrivUnit2's error :func:`privunit2_mse` (cached).
+    """Return the γ that minimizes PrivUnit2's error ``privunit2_mse`` (cached).
 
     Maximizes ``log m`` (``E‖Z‖² = 1/m²``) over ``γ ∈ [0, 1)``: a grid search dense near 0
     (the optimum is ``O(√(ε/d))``), then ``scipy.optimize.minimize_scalar`` (bounded)
@@ -263,7 +263,7 @@ def privunitg_scale(epsilon: float, dim: int, gamma: float | None = None) -> flo
     Args:
         epsilon: ε of one release, a finite number > 0.
         dim: Dimension d, an int >= 1.
-        gamma: Cap threshold γ in [0, 30]; None uses :func:`privunitg_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 30]; None uses ``privunitg_optimal_gamma``.
 
     Returns:
         m, a float > 0.
@@ -286,7 +286,7 @@ def privunit2_scale(epsilon: float, dim: int, gamma: float | None = None) -> flo
     Args:
         epsilon: ε of one release, a finite number > 0.
         dim: Dimension d, an int >= 1.
-        gamma: Cap threshold γ in [0, 1); None uses :func:`privunit2_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 1); None uses ``privunit2_optimal_gamma``.
 
     Returns:
         m, a float in (0, 1].
@@ -310,7 +310,7 @@ def privunitg_mse(epsilon: float, dim: int, gamma: float | None = None) -> float
     Args:
         epsilon: ε of one release, a finite number > 0.
         dim: Dimension d, an int >= 1.
-        gamma: Cap threshold γ in [0, 30]; None uses :func:`privunitg_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 30]; None uses ``privunitg_optimal_gamma``.
 
     Returns:
         The MSE divided by C², a float > 0 (≈ 709 at ε = 1, d = 112).
@@ -332,13 +332,13 @@ def privunit2_mse(epsilon: float, dim: int, gamma: float | None = None) -> float
     Args:
         epsilon: ε of one release, a finite number > 0.
         dim: Dimension d, an int >= 1.
-        gamma: Cap threshold γ in [0, 1); None uses :func:`privunit2_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 1); None uses ``privunit2_optimal_gamma``.
 
     Returns:
         The MSE divided by C², a float >= 0 (≈ 705 at ε = 1, d = 112).
 
     Raises:
-        ValueError: As :func:`privunit2_scale`.
+        ValueError: As ``privunit2_scale``.
 
     """
     epsilon, dim, gamma = _resolve_2(epsilon, dim, gamma)
@@ -505,7 +505,7 @@ def privunitg_rows(
 ) -> Any:
     """Release every row of ``grads`` with PrivUnitG (Asi, Feldman & Talwar, ICML 2022).
 
-    Each row is an independent ε-LDP release, exactly as :func:`privunitg` on that row;
+    Each row is an independent ε-LDP release, exactly as ``privunitg`` on that row;
     the work is vectorized over rows. Per row ``g`` (``d`` entries), with
     ``q = Φ(-γ)``, ``p = e^ε·q/(1 + (e^ε - 1)·q)`` and
     ``m = φ(γ)·(e^ε - 1)/(1 + (e^ε - 1)·q)``:
@@ -521,13 +521,13 @@ def privunitg_rows(
     ``φ_d(x)·(1 - p)/(1 - q)`` elsewhere; the ratio of the two is exactly ``e^ε``, so any
     two unit vectors, hence (with the norm step) any two gradients, are ε-apart: pure
     ε-LDP with the whole L2 ball of radius C as the sensitivity set. Unbiased:
-    ``E[α] = m``, so ``E[output] = g`` for ``‖g‖ ≤ C``. Error: :func:`privunitg_mse`.
+    ``E[α] = m``, so ``E[output] = g`` for ``‖g‖ ≤ C``. Error: ``privunitg_mse``.
 
     Secure mode (``secure_mode=True``; ``rng`` is then ignored): the two discrete choices
     (the norm step's sign and cap vs. complement) are exact Bernoulli draws from OS bits
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli`); the continuous draws
+    (``secure_bernoulli``); the continuous draws
     come from a numpy generator seeded per call with 128 OS-entropy bits
-    (:func:`~rllib_privacy.mechanisms.secure_noise.os_entropy_generator`), and the release is
+    (``os_entropy_generator``), and the release is
     rounded stochastically (unbiased, from the same generator) to multiples of
     ``2^(⌊log2(C/m)⌋ - 20)``, about ``2^-20`` of the output's scale (post-processing: same
     ε). That removes the low-order float bits in which an input-dependent artifact of the
@@ -540,7 +540,7 @@ def privunitg_rows(
             dtype), all entries finite, one release per row.
         epsilon: ε of each row's release, a finite number > 0.
         clip: L2 bound C, a finite number > 0.
-        gamma: Cap threshold γ in [0, 30]; None uses :func:`privunitg_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 30]; None uses ``privunitg_optimal_gamma``.
         rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored in
             secure mode.
         secure_mode: OS-entropy noise and a grid-rounded release (see above).
@@ -570,7 +570,7 @@ def privunit2_rows(
 ) -> Any:
     """Release every row of ``grads`` with PrivUnit2 (Bhowmick et al. 2018, arXiv:1812.00984).
 
-    Each row is an independent ε-LDP release, exactly as :func:`privunit2` on that row;
+    Each row is an independent ε-LDP release, exactly as ``privunit2`` on that row;
     the work is vectorized over rows. Per row ``g`` (``d`` entries), with
     ``a = (d - 1)/2``, ``q = 1 - I_{(1+γ)/2}(a, a)`` (the probability of the cap
     ``{⟨z, u⟩ >= γ}`` for ``z`` uniform on the sphere, since ``(1 + ⟨z, u⟩)/2 ~ Beta(a, a)``)
@@ -590,13 +590,13 @@ def privunit2_rows(
     ε-LDP for any two gradients (sensitivity set: the L2 ball of radius C). Unbiased:
     ``E[t] = m``, so ``E[output] = g`` for ``‖g‖ ≤ C``. Every output has norm exactly
     ``C/m`` (up to float rounding; secure mode rounds it further, see below). Error:
-    :func:`privunit2_mse`.
+    ``privunit2_mse``.
 
     Secure mode (``secure_mode=True``; ``rng`` is then ignored): the two discrete choices
     (the norm step's sign and cap vs. complement) are exact Bernoulli draws from OS bits
-    (:func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli`); the continuous draws
+    (``secure_bernoulli``); the continuous draws
     come from a numpy generator seeded per call with 128 OS-entropy bits
-    (:func:`~rllib_privacy.mechanisms.secure_noise.os_entropy_generator`), and the release is
+    (``os_entropy_generator``), and the release is
     rounded stochastically (unbiased, from the same generator) to multiples of
     ``2^(⌊log2(C/m)⌋ - 20)``, about ``2^-20`` of the output's scale (post-processing: same
     ε). That removes the low-order float bits in which an input-dependent artifact of the
@@ -609,7 +609,7 @@ def privunit2_rows(
             dtype), all entries finite, one release per row.
         epsilon: ε of each row's release, a finite number > 0.
         clip: L2 bound C, a finite number > 0.
-        gamma: Cap threshold γ in [0, 1); None uses :func:`privunit2_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 1); None uses ``privunit2_optimal_gamma``.
         rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored in
             secure mode.
         secure_mode: OS-entropy noise and a grid-rounded release (see above).
@@ -641,16 +641,16 @@ def privunitg(
     """Release a gradient under pure ε-LDP with PrivUnitG (Asi, Feldman & Talwar, ICML 2022).
 
     The gradient (any shape) is flattened to ``d`` entries and released as one row of
-    :func:`privunitg_rows` (formula, privacy argument and secure mode there): L2 clip to
+    ``privunitg_rows`` (formula, privacy argument and secure mode there): L2 clip to
     C, norm step, ``C·(α·u + w)/m``. Sensitivity: any two gradients (the L2 ball of radius
-    C). Unbiased for ``‖g‖ ≤ C``; error ``C²·``:func:`privunitg_mse` at ``‖g‖ = C``.
+    C). Unbiased for ``‖g‖ ≤ C``; error ``C²·````privunitg_mse`` at ``‖g‖ = C``.
 
     Args:
         grad: The raw gradient: numpy array or torch tensor, any shape, any float dtype and
             (for torch) any device; at least one entry, all finite.
         epsilon: ε of this release, a finite number > 0.
         clip: L2 bound C, a finite number > 0.
-        gamma: Cap threshold γ in [0, 30]; None uses :func:`privunitg_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 30]; None uses ``privunitg_optimal_gamma``.
         rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored in
             secure mode.
         secure_mode: OS-entropy noise and a grid-rounded release.
@@ -660,7 +660,7 @@ def privunitg(
         device for torch; never attached to an autograd graph).
 
     Raises:
-        ValueError: As :func:`privunitg_rows` (``grad`` empty or with NaN/inf entries:
+        ValueError: As ``privunitg_rows`` (``grad`` empty or with NaN/inf entries:
             nothing is released).
 
     """
@@ -681,17 +681,17 @@ def privunit2(
     """Release a gradient under pure ε-LDP with PrivUnit2 (Bhowmick et al. 2018).
 
     The gradient (any shape) is flattened to ``d`` entries and released as one row of
-    :func:`privunit2_rows` (formula, privacy argument and secure mode there): L2 clip to
+    ``privunit2_rows`` (formula, privacy argument and secure mode there): L2 clip to
     C, norm step, a point ``C·z/m`` on the sphere of radius ``C/m``. Sensitivity: any two
     gradients (the L2 ball of radius C). Unbiased for ``‖g‖ ≤ C``; error
-    ``C²·``:func:`privunit2_mse` at ``‖g‖ = C`` (slightly below PrivUnitG's).
+    ``C²·````privunit2_mse`` at ``‖g‖ = C`` (slightly below PrivUnitG's).
 
     Args:
         grad: The raw gradient: numpy array or torch tensor, any shape, any float dtype and
             (for torch) any device; at least one entry, all finite.
         epsilon: ε of this release, a finite number > 0.
         clip: L2 bound C, a finite number > 0.
-        gamma: Cap threshold γ in [0, 1); None uses :func:`privunit2_optimal_gamma`.
+        gamma: Cap threshold γ in [0, 1); None uses ``privunit2_optimal_gamma``.
         rng: numpy Generator for the noise; None uses a fresh unseeded one. Ignored in
             secure mode.
         secure_mode: OS-entropy noise and a grid-rounded release.
@@ -701,7 +701,7 @@ def privunit2(
         device for torch; never attached to an autograd graph).
 
     Raises:
-        ValueError: As :func:`privunit2_rows` (``grad`` empty or with NaN/inf entries:
+        ValueError: As ``privunit2_rows`` (``grad`` empty or with NaN/inf entries:
             nothing is released).
 
     """

@@ -5,8 +5,8 @@ Reference: H. Ono and T. Takahashi, "Locally Private Distributed Reinforcement L
 paper's ``ε/k`` in eq. 24 is a typo for ``ε/d̂``).
 
 The pieces are exposed so that each can be checked on its own:
-:func:`prs_reduced_dim` (the default d̂), :func:`prs_projection_matrix` (M),
-:func:`prs_sign_probability` and :func:`randomized_sign` (the bit flip of eq. 24).
+``prs_reduced_dim`` (the default d̂), ``prs_projection_matrix`` (M),
+``prs_sign_probability`` and ``randomized_sign`` (the bit flip of eq. 24).
 """
 
 from __future__ import annotations
@@ -136,13 +136,13 @@ def randomized_sign(
 ) -> np.ndarray:
     """Apply the bit flip of eq. (24) alone: ``ũ_i = +C`` w.p. ``p_i``, else ``-C``.
 
-    ``p_i`` is :func:`prs_sign_probability`. Each coordinate is an ``ε'``-LDP release of
+    ``p_i`` is ``prs_sign_probability``. Each coordinate is an ``ε'``-LDP release of
     ``ū_i ∈ [-C, C]``; ``E[ũ_i] = ū_i·(e^{ε'}-1)/(e^{ε'}+1)``.
 
     Secure mode: the output takes only the two values ±C whatever the input, so the float
     side channel of Laplace sampling (the set of reachable outputs depends on the input)
     cannot arise; all that matters is that each bit is Bernoulli(p_i) with unpredictable
-    randomness. :func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli` draws it
+    randomness. ``secure_bernoulli`` draws it
     exactly from OS-entropy bits (``rng`` is ignored). ``p_i`` itself is a float: its
     rounding moves the likelihood ratio by a relative ~1e-16, far below any ε in use.
 
@@ -158,7 +158,7 @@ def randomized_sign(
         A float64 array with the shape of ``u_clipped`` and values in ``{-clip, +clip}``.
 
     Raises:
-        ValueError: As :func:`prs_sign_probability`, or if ``rng`` is not a Generator or
+        ValueError: As ``prs_sign_probability``, or if ``rng`` is not a Generator or
             None, or ``secure_mode`` is not a bool.
 
     """
@@ -185,7 +185,7 @@ def projected_random_sign(
     """Release a gradient under ε-LDP with Projected Random Sign (Ono & Takahashi, Alg. 3).
 
     Formula, with ``d = grad.size`` (the gradient is flattened), ``d̂ = reduced_dim``
-    (default :func:`prs_reduced_dim`), ``ε' = ε/d̂`` and ``c = (e^{ε'}-1)/(e^{ε'}+1)``:
+    (default ``prs_reduced_dim``), ``ε' = ε/d̂`` and ``c = (e^{ε'}-1)/(e^{ε'}+1)``:
 
     1. draw ``M ∈ R^{d̂×d}`` with entries ``±√3`` w.p. 1/6 each and 0 w.p. 2/3 (fresh on
        every call, from ``rng``, before anything else is drawn);
@@ -208,7 +208,7 @@ def projected_random_sign(
 
     Secure mode: ``M`` comes from a fresh OS-entropy generator (it does not depend on ``g``;
     fresh entropy just keeps it from following a seed) and the bits from
-    :func:`~rllib_privacy.mechanisms.secure_noise.secure_bernoulli`; ``rng`` is ignored.
+    ``secure_bernoulli``; ``rng`` is ignored.
     The output ``Mᵀũ`` is a deterministic function of ``(M, ũ)`` with ``ũ ∈ {±C}^d̂``, so
     no input-dependent float artifact reaches it. Same ε.
 
@@ -218,7 +218,7 @@ def projected_random_sign(
         epsilon: Privacy parameter ε of this release, a finite number > 0.
         clip: Clipping size C of the projected coordinates, a finite number > 0 (the paper
             uses C = 1).
-        reduced_dim: d̂, an int in ``[1, grad.size]``; None uses :func:`prs_reduced_dim`.
+        reduced_dim: d̂, an int in ``[1, grad.size]``; None uses ``prs_reduced_dim``.
         rng: numpy Generator for M and the bit flips; None uses a fresh unseeded one.
         debias: Rescale so that the output is unbiased when nothing is clipped (see above).
         secure_mode: OS-entropy projection and exact OS-entropy sign bits (see above).

@@ -20,15 +20,15 @@ What ``secure_mode=True`` means for every mechanism of the package (docs/secure-
   2020, "The Discrete Gaussian for Differential Privacy"), whose guarantees for integer
   sensitivity Δ are the same as the continuous ones (``Δ₁/scale``-DP; ``Δ₂²/(2σ²)``-zCDP).
 - **Everything else** (PRS's projection and sign flips, the Dirichlet mechanism's Gamma
-  draws) has no OpenDP sampler: it draws from :func:`os_entropy_generator`, a numpy
+  draws) has no OpenDP sampler: it draws from ``os_entropy_generator``, a numpy
   Generator seeded per release with 128 fresh bits from the OS (``secrets``), or, for PRS's
-  ±C bits, from :func:`secure_bernoulli` (exact Bernoulli from OS bits).
+  ±C bits, from ``secure_bernoulli`` (exact Bernoulli from OS bits).
 
 In secure mode a ``rng`` argument never drives the noise (OpenDP uses its own generator):
 seeded runs are not reproducible, by design.
 
-Outside secure mode, :class:`NoiseStreams` still gives every local agent its own stream that
-is never shared or repeated across process restarts, and :func:`warn_fixed_seed` warns when
+Outside secure mode, ``NoiseStreams`` still gives every local agent its own stream that
+is never shared or repeated across process restarts, and ``warn_fixed_seed`` warns when
 a fixed seed drives privacy noise outside tests.
 """
 
@@ -85,7 +85,7 @@ def running_tests() -> bool:
 
 
 def deterministic_noise_requested() -> bool:
-    """Whether the test-only flag :data:`DETERMINISTIC_NOISE_ENV_VAR` is ``1``."""
+    """Whether the test-only flag ``DETERMINISTIC_NOISE_ENV_VAR`` is ``1``."""
     return os.environ.get(DETERMINISTIC_NOISE_ENV_VAR) == "1"
 
 
@@ -96,11 +96,11 @@ def warn_fixed_seed(setting: str, *, secure_mode: bool = False) -> bool:
     """Warn (once per ``setting`` and process) that a fixed seed is set for privacy noise.
 
     Outside secure mode the package's noise streams mix a fresh OS-entropy nonce into the
-    seed per process (:class:`NoiseStreams`), so the seed alone does not reproduce the
-    noise, unless the test-only flag :data:`DETERMINISTIC_NOISE_ENV_VAR` is set: then
+    seed per process (``NoiseStreams``), so the seed alone does not reproduce the
+    noise, unless the test-only flag ``DETERMINISTIC_NOISE_ENV_VAR`` is set: then
     whoever knows the seed can regenerate the noise and remove it, and the message says so.
     Either way a fixed seed in a private run belongs to experiments, not deployments.
-    Silent under tests (:func:`running_tests`). With ``secure_mode`` the seed never drives
+    Silent under tests (``running_tests``). With ``secure_mode`` the seed never drives
     the noise (OpenDP and OS entropy do), so only an INFO log line says so.
 
     Args:
@@ -108,7 +108,7 @@ def warn_fixed_seed(setting: str, *, secure_mode: bool = False) -> bool:
         secure_mode: Whether the component runs in secure mode.
 
     Returns:
-        Whether a :class:`PrivacyWarning` was emitted.
+        Whether a ``PrivacyWarning`` was emitted.
 
     """
     if secure_mode:
@@ -161,7 +161,7 @@ def noise_generator(
 
     Returns:
         ``np.random.default_rng(seed)`` for a seed outside secure mode (deterministic, for
-        tests), else :func:`os_entropy_generator`.
+        tests), else ``os_entropy_generator``.
 
     """
     if secure_mode or seed is None:
@@ -175,18 +175,18 @@ class NoiseStreams:
     The root is ``SeedSequence([*seed_key, nonce])`` where ``nonce`` is 128 OS-entropy
     bits drawn once per instance (per process incarnation), so two instances with the same
     seed and key, e.g. an EnvRunner restarted by RLlib with the same ``worker_index``, or a
-    resumed run, never repeat each other's noise. Every :meth:`spawn` returns a child stream
+    resumed run, never repeat each other's noise. Every ``spawn`` returns a child stream
     that no other agent gets (``SeedSequence.spawn`` children are independent).
 
     Without a seed the root is pure OS entropy. The nonce is left out only when the
-    test-only flag :data:`DETERMINISTIC_NOISE_ENV_VAR` is set (or ``deterministic=True``)
+    test-only flag ``DETERMINISTIC_NOISE_ENV_VAR`` is set (or ``deterministic=True``)
     and a seed is given: then the streams are reproducible.
 
     Args:
         seed: The run's seed, or None.
         key: Further ints that separate streams of different processes (e.g. the
             worker index).
-        deterministic: Override :func:`deterministic_noise_requested`.
+        deterministic: Override ``deterministic_noise_requested``.
 
     """
 

@@ -7,7 +7,7 @@ vectorized CartPole (``CartPoleGravityVectorEnv``, each sub-environment with its
 private gravity), one batched forward pass per step, and per-agent gradients computed
 together with ``torch.func.vmap`` over padded episodes. Each agent's episode and gradient
 stay in that agent's row (slot) of the batch; the row is clipped and privatized by the
-mechanism before anything is put into a :class:`GradientSubmission`
+mechanism before anything is put into a ``GradientSubmission``
 (docs/components/ldp-a3c.md#what-it-protects). Rows never mix: vmap computes each agent's gradient
 from its own row only, and the mechanism privatizes each row as one release with independent noise.
 """

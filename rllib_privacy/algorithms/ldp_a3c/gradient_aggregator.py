@@ -54,7 +54,7 @@ class GradientBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores the contents saved by :meth:`state_dict`."""
+        """Restores the contents saved by ``state_dict``."""
         if int(state["dim"]) != self.dim:
             raise ValueError(
                 f"checkpointed gradient buffer has dim {state['dim']}, this model has {self.dim}"

@@ -67,7 +67,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
     the global weights it is sent, computes each episode's A3C gradient with a
     Learner that lives on this runner, privatizes it (the Learner's
     ``LDPGradientPrivatizerMixin``), and returns only
-    :class:`GradientSubmission` objects. Episodes, rewards, losses and raw
+    ``GradientSubmission`` objects. Episodes, rewards, losses and raw
     gradients never leave this process.
 
     Each of the runner's ``num_envs_per_env_runner`` environments hosts one

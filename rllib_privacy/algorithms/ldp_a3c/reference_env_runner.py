@@ -1,7 +1,7 @@
 """A plain-RLlib reference implementation of LDPA3C's local agents (speed baseline).
 
-:class:`RLlibSamplingLDPA3CEnvRunner` produces the same kind of submissions as
-:class:`~rllib_privacy.algorithms.ldp_a3c.LDPA3CEnvRunner` (one privatized A3C
+``RLlibSamplingLDPA3CEnvRunner`` produces the same kind of submissions as
+``LDPA3CEnvRunner`` (one privatized A3C
 gradient per episode, same loss, same mechanism, same ``GradientSubmission``), but
 gets there the way a straightforward RLlib EnvRunner would:
 
