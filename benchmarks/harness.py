@@ -10,9 +10,9 @@ RESULTS.md layout: each benchmark owns the text between ``<!-- NAME:start -->`` 
 ``<!-- NAME:PART:start -->``/``<!-- NAME:PART:end -->`` pairs inside its section, so a run
 that measured one part replaces only that part. Writers touch nothing outside their pair.
 
-Long grids: a :class:`TrialStore` under the run's storage folder records every finished
-trial, and :func:`run_resumable` runs only the trials it does not hold, so rerunning the
-same command after an interruption resumes the grid; :class:`Progress` prints
+Long grids: a ``TrialStore`` under the run's storage folder records every finished
+trial, and ``run_resumable`` runs only the trials it does not hold, so rerunning the
+same command after an interruption resumes the grid; ``Progress`` prints
 ``[done/total]`` lines with an ETA from the trials this run finished.
 
 A benchmark too long for one file keeps its parts in a package beside its script, by job
@@ -301,7 +301,7 @@ class Progress:
     """``[done/total] message (elapsed 3 min 10 s, ETA 12 min 40 s)`` lines for a long run.
 
     The ETA assumes the remaining steps take as long as the finished ones on average. Steps
-    an earlier, interrupted run finished (:meth:`skip`) count as done but not in that pace.
+    an earlier, interrupted run finished (``skip``) count as done but not in that pace.
 
     Args:
         total: Steps in the run (trials, iterations, ...).
@@ -423,11 +423,11 @@ class TrialStore:
     Each trial has a key (``cartpole/privacy-aware/seed=0``) and a spec: everything that
     makes it (config, seed, stop rule) as JSON-able data. A record is reused only while
     the planned trial's spec equals the recorded one; a changed setting reruns the trial
-    (and :meth:`put` replaces its record). The file is rewritten atomically after every
-    :meth:`put`, so an interrupted run keeps every trial recorded before it stopped.
+    (and ``put`` replaces its record). The file is rewritten atomically after every
+    ``put``, so an interrupted run keeps every trial recorded before it stopped.
 
     Args:
-        path: The JSON file (read when it exists; created by the first :meth:`put`).
+        path: The JSON file (read when it exists; created by the first ``put``).
 
     Raises:
         BenchmarkError: The file exists but is not a store of finished trials.

@@ -1,6 +1,6 @@
 """What the kickstarting benchmark runs: tasks, student arms, configs and the grid of trials.
 
-The arms are in one place, :data:`ARMS`: a new arm is one entry there (its trainable,
+The arms are in one place, ``ARMS``: a new arm is one entry there (its trainable,
 the config keys that make it, a line for RESULTS.md, the tasks it runs on). Everything
 else (the Tune points, the tables, the arm of a trial read back from its folder) follows.
 
@@ -199,7 +199,7 @@ ARMS: dict[str, Arm] = {
 
 
 def default_arms(tasks: Sequence[str]) -> list[str]:
-    """Every arm that runs on at least one of ``tasks``, in :data:`ARMS` order."""
+    """Every arm that runs on at least one of ``tasks``, in ``ARMS`` order."""
     return [name for name, arm in ARMS.items() if any(arm.runs_on(task) for task in tasks)]
 
 
@@ -367,9 +367,9 @@ class PlannedTrial:
     """One trial of the grid.
 
     Attributes:
-        key: Its :func:`trial_key`.
+        key: Its ``trial_key``.
         task: The task it runs on.
-        arm: Its arm's name (:data:`TEACHER` for a teacher).
+        arm: Its arm's name (``TEACHER`` for a teacher).
         seed: Its seed (a student's teacher answers with the same seed).
         algorithm: Registered Tune trainable.
         point: Its Tune config on top of its Tuner's base (env, seed, the arm's keys, ...).

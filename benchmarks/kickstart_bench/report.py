@@ -1,6 +1,6 @@
 """What the kickstarting benchmark reports: tables, plots, the RESULTS.md parts, the JSON file.
 
-Pure formatting of :mod:`kickstart_bench.results` (unit-tested without Ray), plus the two
+Pure formatting of ``kickstart_bench.results`` (unit-tested without Ray), plus the two
 plots (``rllib_privacy.plotting`` for the learning curves, matplotlib for the
 privacy-utility points).
 """
@@ -564,7 +564,7 @@ def task_results(
     *,
     wall_s: float,
 ) -> list[TaskResult]:
-    """One :class:`TaskResult` per task (arms in ``--arms`` order, seeds sorted), and plots.
+    """One ``TaskResult`` per task (arms in ``--arms`` order, seeds sorted), and plots.
 
     Args:
         args: The run's arguments (``arms``, ``plot_dir``).

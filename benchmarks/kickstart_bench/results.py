@@ -170,7 +170,7 @@ def load_trial_folders(folder: Path) -> list[Any]:
 
 
 def run_of(trial: Any) -> RunResult:
-    """A trial's :class:`RunResult` from its last result; steps to T and T₂ unset (∞)."""
+    """A trial's ``RunResult`` from its last result; steps to T and T₂ unset (∞)."""
     rows = list(trial.rows)
     config = trial.config or {}
     last = rows[-1] if rows else {}

@@ -20,6 +20,7 @@ from harness import (
     jsonable,
     load_json,
 )
+
 from pgc_a3c_bench.plan import PROTOCOL_TRIALS, Row
 from pgc_a3c_bench.results import RowResult, TrialRecord, compute_rows, json_float
 
@@ -76,7 +77,7 @@ def document_results(doc: Mapping[str, Any]) -> list[RowResult]:
 
 
 def load_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A JSON file written by ``--json`` (format :data:`JSON_FORMAT`)."""
+    """A JSON file written by ``--json`` (format ``JSON_FORMAT``)."""
     try:
         doc = load_json(path)
     except BenchmarkError as e:

@@ -3,7 +3,7 @@
 An arm is LDPA3C with one mechanism on one base config (a tuned YAML file, or the paper's
 settings: LDPA3CConfig's defaults); it runs at every ε of ``--epsilons`` (a row), with
 ``--trials`` seeds each (a variant per row × seed). The arms are in one place,
-:func:`default_arms`; :data:`ARM_NAMES` gives their priority order.
+``default_arms``; ``ARM_NAMES`` gives their priority order.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Arm:
         name: Row name in the tables (``privunitg_tuned``, ``laplace_paper``, ...).
         mechanism: LDPA3C ``mechanism``.
         base: A YAML experiment file (its first experiment's ``config``), or
-            :data:`PAPER_BASE` for LDPA3CConfig's defaults (the paper's settings).
+            ``PAPER_BASE`` for LDPA3CConfig's defaults (the paper's settings).
         family: ``tuned`` or ``paper``: whose ε = ∞ baseline its relative AUC uses.
         zero_signal_control: Replace every gradient by zeros before the mechanism.
         overrides: Config keys set on top of the base (after the benchmark's own).
@@ -202,7 +202,7 @@ def default_arms(
 
 
 def parse_arm_names(text: str) -> list[str]:
-    """``--arms``: comma-separated names of :data:`ARM_NAMES` (or ``all``), deduplicated,
+    """``--arms``: comma-separated names of ``ARM_NAMES`` (or ``all``), deduplicated,
     in the given order."""
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
@@ -253,7 +253,7 @@ def plan_rows(
 
 
 def row_sort_key(row: Row) -> tuple[int, str, float]:
-    """Display order: :data:`DISPLAY_ORDER`, unknown arms after, then ε (∞ last)."""
+    """Display order: ``DISPLAY_ORDER``, unknown arms after, then ε (∞ last)."""
     rank = DISPLAY_ORDER.index(row.arm) if row.arm in DISPLAY_ORDER else len(DISPLAY_ORDER)
     return (rank, row.arm, row.epsilon)
 

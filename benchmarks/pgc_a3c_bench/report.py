@@ -21,6 +21,7 @@ from harness import (
     machine_line,
     markdown_table,
 )
+
 from pgc_a3c_bench.documents import (
     document_families,
     document_records,

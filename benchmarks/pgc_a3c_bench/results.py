@@ -1,8 +1,8 @@
 """What PGC-A3C trials measured, and the statistics over a row's trials (pure; unit-tested).
 
 FST statistics as the paper's Tables 1-3 (median FST, success ratio, relative AUC), one
-:class:`TrialRecord` per finished trial (built by :class:`TrialRecorder` from Tune's
-results as they come) and the speed comparison's :class:`SpeedResult`.
+``TrialRecord`` per finished trial (built by ``TrialRecorder`` from Tune's
+results as they come) and the speed comparison's ``SpeedResult``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from harness import (
     jsonable,
     median_or_inf,
 )
+
 from pgc_a3c_bench.plan import BASELINE_ARMS, FAMILIES, PROTOCOL_TRIALS, Row, row_sort_key
 
 
@@ -230,7 +231,7 @@ def maybe_float(value: Any) -> float | None:
 
 
 class TrialRecorder:
-    """Collects per-iteration curves, builds a :class:`TrialRecord` per finished trial and
+    """Collects per-iteration curves, builds a ``TrialRecord`` per finished trial and
     prints a progress line for it (with the run's elapsed time and ETA).
 
     Args:
@@ -280,7 +281,7 @@ class TrialRecorder:
 
         A divergence error (non-finite gradient) is a learning outcome: recorded as a
         failed trial, ``diverged``. Any other error is a failure of the run: listed in
-        :attr:`failures`, no record.
+        ``failures``, no record.
         """
         arm, epsilon, seed = variant["arm"], float(variant["epsilon"]), int(variant["seed"])
         where = f"{arm} ε={format_number(epsilon)} seed={seed}"
