@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import difflib
 import json
 import math
 import os
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.experiments.translate import translate_metric_key
 
@@ -485,8 +485,7 @@ def _group_by_config(trials: Sequence[TrialResults]) -> list[tuple[Any, list[Tri
 def _suggest(key: str, available: Iterable[str], shown: int = 8) -> str:
     """``; did you mean 'x'?; available keys include: a, b, ...`` for an error message."""
     names = list(dict.fromkeys(str(k) for k in available))
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    text = f"; did you mean {close[0]!r}?" if close else ""
+    text = did_you_mean(key, names)
     if names:
         more = ", ..." if len(names) > shown else ""
         text += f"; available keys include: {', '.join(names[:shown])}{more}"

@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_choice, closest
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration.autoencoder import AE_ARCHITECTURES, AutoencoderHash
 from rllib_privacy.exploration.bass import BASS
@@ -122,8 +122,8 @@ class ExplorationSpec:
         allowed = cls.keys()
         for key in spec:
             if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                close = closest(str(key), allowed)
+                hint = f" (did you mean {close!r}?)" if close else ""
                 raise PrivacyConfigError(
                     f"{prefix} key {key!r} is not known{hint}; allowed: {', '.join(allowed)}"
                 )
@@ -143,11 +143,18 @@ class ExplorationSpec:
 
     def validate(self, prefix: str = "count_exploration_config") -> None:
         """Raises PrivacyConfigError naming the first bad key."""
-        _choice(prefix, "hash", self.hash, HASH_KINDS)
-        _choice(prefix, "bonus", self.bonus, BONUS_KINDS)
-        _choice(prefix, "counter", self.counter, COUNTER_KINDS)
-        _choice(prefix, "preprocessor", self.preprocessor, PREPROCESSORS)
-        _choice(prefix, "ae_architecture", self.ae_architecture, ("auto", *AE_ARCHITECTURES))
+        check_choice(f"{prefix}.hash", self.hash, HASH_KINDS, error=PrivacyConfigError)
+        check_choice(f"{prefix}.bonus", self.bonus, BONUS_KINDS, error=PrivacyConfigError)
+        check_choice(f"{prefix}.counter", self.counter, COUNTER_KINDS, error=PrivacyConfigError)
+        check_choice(
+            f"{prefix}.preprocessor", self.preprocessor, PREPROCESSORS, error=PrivacyConfigError
+        )
+        check_choice(
+            f"{prefix}.ae_architecture",
+            self.ae_architecture,
+            ("auto", *AE_ARCHITECTURES),
+            error=PrivacyConfigError,
+        )
         for key in (
             "num_bits",
             "bass_cell_size",
@@ -217,11 +224,6 @@ class ExplorationSpec:
         out["ae_hidden"] = list(self.ae_hidden)
         out["key_function_kwargs"] = dict(self.key_function_kwargs)
         return out
-
-
-def _choice(prefix: str, key: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise PrivacyConfigError(f"{prefix}.{key} must be one of {list(allowed)}, got {value!r}")
 
 
 def _integer(prefix: str, key: str, value: Any, *, low: int) -> None:

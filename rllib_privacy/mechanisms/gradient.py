@@ -22,6 +22,7 @@ from rllib_privacy._validation import (
     check_finite_positive,
     check_generator,
     check_int_in_range,
+    encode_inf,
     is_torch_tensor,
     restore_kind,
 )
@@ -340,7 +341,7 @@ class GradientMechanism:
         """Return the fields as JSON-able plain types (``epsilon = inf`` becomes ``"inf"``)."""
         return {
             "name": self.name,
-            "epsilon": "inf" if math.isinf(self.epsilon) else self.epsilon,
+            "epsilon": encode_inf(self.epsilon),
             "clip": self.clip,
             "reduced_dim": self.reduced_dim,
             "debias": self.debias,
