@@ -98,6 +98,8 @@ def allowed_config_keys(config: Any) -> frozenset[str]:
 
 #: The page that documents every key (named when a key is unknown).
 KEY_REFERENCE_PAGE = "docs/configuration.md"
+#: The version that drops the old names (docs/versioning.md: they warn for one minor version).
+OLD_NAMES_REMOVED_IN = "0.3.0"
 #: Frames in these folders are skipped when a warning names the caller's line.
 _INTERNAL_DIRS = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
@@ -109,11 +111,12 @@ def _warn(message: str) -> None:
     """A DeprecationWarning attributed to the first caller outside this package and Ray.
 
     So it points at the user's YAML loader or builder call, and Python's default filter
-    shows it when that caller is ``__main__``.
+    shows it when that caller is ``__main__``. The message says when the old name goes.
     """
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
         frame, level = frame.f_back, level + 1
+    message = f"{message} (the old name is removed in {OLD_NAMES_REMOVED_IN})"
     warnings.warn(message, DeprecationWarning, stacklevel=level + 1)
 
 

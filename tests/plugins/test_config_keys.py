@@ -21,7 +21,12 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.dqn import DQNConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 
-from rllib_privacy.algorithms.config_keys import COUNT_EXPLORATION_KEYS, GroupedConfigMixin
+import rllib_privacy
+from rllib_privacy.algorithms.config_keys import (
+    COUNT_EXPLORATION_KEYS,
+    OLD_NAMES_REMOVED_IN,
+    GroupedConfigMixin,
+)
 from rllib_privacy.algorithms.count_exploration import ExplorationDQNConfig, ExplorationPPOConfig
 from rllib_privacy.algorithms.kickstart_ppo.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
@@ -277,6 +282,17 @@ def test_config_state_saved_by_0_1_without_the_new_count_exploration_key_restore
     }
     validate = getattr(restored, "validate_ldp_settings", None)
     (validate or restored.validate_count_exploration)()
+
+
+def test_a_deprecation_warning_says_when_the_old_name_goes() -> None:
+    # docs/versioning.md: a key renamed in 0.N warns throughout 0.(N+1) and goes in 0.(N+2);
+    # the keys renamed in 0.1.0 go in the minor version after this one.
+    major, minor, _ = (int(part) for part in rllib_privacy.__version__.split("."))
+    assert OLD_NAMES_REMOVED_IN == f"{major}.{minor + 1}.0"
+    with pytest.warns(DeprecationWarning, match=r"'epsilon'.*removed in 0\.3\.0"):
+        LDPA3CConfig().update_from_dict({"epsilon": 2.0})
+    with pytest.warns(DeprecationWarning, match=r"count_based_exploration.*removed in 0\.3\.0"):
+        ExplorationPPOConfig().count_based_exploration(count_exploration={})
 
 
 def test_old_and_new_name_together_are_rejected() -> None:
