@@ -50,7 +50,7 @@ def flatten_observations_connector(env: Any = None, spaces: Any = None, device: 
 
 
 class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixin):
-    """Adds ``.count_exploration()`` and its two keys to an AlgorithmConfig."""
+    """Adds ``.count_exploration()`` and its three keys to an AlgorithmConfig."""
 
     #: Nested keys checked by ``rllib train -f`` before Ray starts.
     config_dict_keys = {"count_exploration_config": ExplorationSpec.keys()}
