@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_privacy._validation import check_choice
 from rllib_privacy.accounting import PATELedger, release_data_dependent_epsilon
 from rllib_privacy.mechanisms import confident_gnmax, gaussian_noisy_max, noisy_max, plurality
 
@@ -29,6 +30,7 @@ __all__ = [
     "STUDENTS",
     "PoolLabelSpreading",
     "SupervisedPATEResult",
+    "SupervisedPATESettings",
     "load_digits_split",
     "load_mnist5k_split",
     "partition_indices",
@@ -310,32 +312,11 @@ class SupervisedPATEResult:
     release_noise_std: float = math.nan
 
 
-def run_supervised_pate(
-    data: dict[str, np.ndarray],
-    *,
-    num_teachers: int,
-    gamma: float | None = None,
-    delta: float = 1e-5,
-    max_queries: int = 300,
-    epsilon_budget: float = math.inf,
-    selection: str = "random",
-    max_order: int = 8,
-    seed: int = 0,
-    make_model: ModelFactory = _default_model,
-    teachers: list[Any] | None = None,
-    secure_mode: bool = False,
-    aggregator: str = "lnmax",
-    sigma: float | None = None,
-    threshold: float | None = None,
-    sigma_threshold: float | None = None,
-    student: str = "same",
-    release_order: float | None = None,
-    release_sigma: float = 20.0,
-) -> SupervisedPATEResult:
-    """Teachers on disjoint private partitions → aggregated labels → student; accuracy and ε.
+@dataclasses.dataclass(frozen=True)
+class SupervisedPATESettings:
+    """The settings of one supervised PATE run (the keywords of ``run_supervised_pate``).
 
-    Args:
-        data: Splits as returned by ``load_digits_split``.
+    Attributes:
         num_teachers: Number of teachers n (disjoint partitions of the private data).
         gamma: Inverse Laplace noise scale γ of each query (LNMax only).
         delta: δ of the reported ε.
@@ -347,8 +328,6 @@ def run_supervised_pate(
         max_order: Largest moment order of the LNMax accountant.
         seed: Seed of partitioning, query order and noise.
         make_model: Factory of an unfitted scikit-learn classifier (teachers and student).
-        teachers: Already trained teachers (from ``train_teachers`` with the same
-            ``num_teachers``) to reuse across settings; None trains them here.
         secure_mode: Draw the vote noise with OpenDP's floating-point-safe samplers from
             OS entropy; the seed then drives only partitioning and query order.
         aggregator: ``"lnmax"``, ``"gnmax"`` or ``"confident_gnmax"``.
@@ -360,64 +339,191 @@ def run_supervised_pate(
             Rényi order with smooth-sensitivity noise (None: no release).
         release_sigma: σ_s of that release's noise.
 
+    Raises:
+        ValueError: For an unknown ``selection`` or ``student``.
+
+    """
+
+    num_teachers: int
+    gamma: float | None = None
+    delta: float = 1e-5
+    max_queries: int = 300
+    epsilon_budget: float = math.inf
+    selection: str = "random"
+    max_order: int = 8
+    seed: int = 0
+    make_model: ModelFactory = _default_model
+    secure_mode: bool = False
+    aggregator: str = "lnmax"
+    sigma: float | None = None
+    threshold: float | None = None
+    sigma_threshold: float | None = None
+    student: str = "same"
+    release_order: float | None = None
+    release_sigma: float = 20.0
+
+    def __post_init__(self) -> None:
+        """Checks the two choices (the accountant checks the rest when it is built)."""
+        check_choice("selection", self.selection, QUERY_SELECTIONS)
+        check_choice("student", self.student, STUDENTS)
+
+    def make_ledger(self) -> PATELedger:
+        """The accountant of the run's queries, with its budget.
+
+        Raises:
+            ValueError: For invalid accountant settings.
+
+        """
+        return PATELedger(
+            aggregator=self.aggregator,
+            gamma=self.gamma,
+            sigma=self.sigma,
+            threshold=self.threshold,
+            sigma_threshold=self.sigma_threshold,
+            delta=self.delta,
+            max_order=self.max_order,
+            epsilon_budget=self.epsilon_budget,
+            max_queries=self.max_queries,
+        )
+
+
+def run_supervised_pate(
+    data: dict[str, np.ndarray],
+    settings: SupervisedPATESettings | None = None,
+    *,
+    teachers: list[Any] | None = None,
+    **kwargs: Any,
+) -> SupervisedPATEResult:
+    """Teachers on disjoint private partitions → aggregated labels → student; accuracy and ε.
+
+    The steps: train (or reuse) the teachers, ask them for labels of public samples in
+    the order ``selection`` gives (``_Labeling``), fit the student, optionally release the
+    data-dependent ε, and measure (``_result``).
+
+    Args:
+        data: Splits as returned by ``load_digits_split``.
+        settings: The run's settings; None builds them from ``kwargs``.
+        teachers: Already trained teachers (from ``train_teachers`` with the same
+            ``num_teachers``) to reuse across settings; None trains them here.
+        **kwargs: The fields of
+            [`SupervisedPATESettings`][rllib_privacy.pate.supervised.SupervisedPATESettings]
+            (``num_teachers=5, gamma=1.0, ...``), when ``settings`` is None.
+
     Returns:
         A ``SupervisedPATEResult``.
 
     Raises:
-        ValueError: For an unknown ``selection`` or ``student``, or invalid accountant
-            settings.
+        ValueError: For an unknown ``selection`` or ``student``, invalid accountant
+            settings, or ``teachers`` of another size than ``num_teachers``.
 
     """
-    if selection not in QUERY_SELECTIONS:
-        raise ValueError(f"selection must be one of {list(QUERY_SELECTIONS)}, got {selection!r}")
-    if student not in STUDENTS:
-        raise ValueError(f"student must be one of {list(STUDENTS)}, got {student!r}")
-    rng = np.random.default_rng(seed)
+    if settings is None:
+        settings = SupervisedPATESettings(**kwargs)
+    elif kwargs:
+        raise TypeError(f"give settings or keyword settings, not both: {sorted(kwargs)}")
+    rng = np.random.default_rng(settings.seed)
     num_classes = int(max(data["y_private"].max(), data["y_test"].max())) + 1
-    if teachers is None:
-        teachers = train_teachers(
-            data["x_private"], data["y_private"], num_teachers=num_teachers, rng=rng,
-            make_model=make_model,
-        )  # fmt: skip
-    elif len(teachers) != num_teachers:
-        raise ValueError(f"teachers has {len(teachers)} models, num_teachers is {num_teachers}")
-    confident = aggregator == "confident_gnmax"
-    ledger = PATELedger(
-        aggregator=aggregator,
-        gamma=gamma,
-        sigma=sigma,
-        threshold=threshold,
-        sigma_threshold=sigma_threshold,
-        delta=delta,
-        max_order=max_order,
-        epsilon_budget=epsilon_budget,
-        max_queries=max_queries,
+    teachers = _teachers(data, settings, teachers, rng)
+    labeling = _Labeling(
+        settings, settings.make_ledger(), teachers, data["x_public"], num_classes, rng
     )
-    x_public = data["x_public"]
-    if selection == "representative":
-        unlabeled = representative_order(x_public, max(1, max_queries), rng)
-    else:
-        unlabeled = list(rng.permutation(len(x_public)))
-    labeled_idx: list[int] = []
-    labels: list[int] = []
-    asked_votes: list[np.ndarray] = []
-    asked_flags: list[np.ndarray] = []
+    model = labeling.run()
+    released, noise_std = _release_epsilon(settings, labeling, rng)
+    return _result(data, settings, teachers, labeling, model, released, noise_std)
 
-    def aggregate(votes: np.ndarray) -> np.ndarray:
-        if aggregator == "lnmax":
-            return noisy_max(votes, gamma=gamma, rng=rng, secure_mode=secure_mode)
-        if aggregator == "gnmax":
-            return gaussian_noisy_max(votes, sigma=sigma, rng=rng, secure_mode=secure_mode)
+
+def _teachers(
+    data: dict[str, np.ndarray],
+    settings: SupervisedPATESettings,
+    teachers: list[Any] | None,
+    rng: np.random.Generator,
+) -> list[Any]:
+    """The given teachers (checked against ``num_teachers``), else newly trained ones."""
+    if teachers is None:
+        return train_teachers(
+            data["x_private"], data["y_private"], num_teachers=settings.num_teachers, rng=rng,
+            make_model=settings.make_model,
+        )  # fmt: skip
+    if len(teachers) != settings.num_teachers:
+        raise ValueError(
+            f"teachers has {len(teachers)} models, num_teachers is {settings.num_teachers}"
+        )
+    return teachers
+
+
+class _Labeling:
+    """The student's queries: which public samples are asked, their noisy labels, the ledger.
+
+    Attributes:
+        ledger: The accountant every query is recorded in before its label is used.
+        unlabeled: Public sample indices not asked yet, in asking order.
+        labeled_idx: Public samples that got a label.
+        labels: Their noisy labels.
+        asked_votes: The vote histograms of every asked chunk.
+        asked_flags: Which of them were answered.
+
+    """
+
+    def __init__(
+        self,
+        settings: SupervisedPATESettings,
+        ledger: PATELedger,
+        teachers: list[Any],
+        x_public: np.ndarray,
+        num_classes: int,
+        rng: np.random.Generator,
+    ) -> None:
+        """Puts the public samples in the order ``settings.selection`` starts with."""
+        self.settings, self.ledger, self.teachers = settings, ledger, teachers
+        self.x_public, self.num_classes, self.rng = x_public, num_classes, rng
+        self.confident = settings.aggregator == "confident_gnmax"
+        if settings.selection == "representative":
+            self.unlabeled = representative_order(x_public, max(1, settings.max_queries), rng)
+        else:
+            self.unlabeled = list(rng.permutation(len(x_public)))
+        self.labeled_idx: list[int] = []
+        self.labels: list[int] = []
+        self.asked_votes: list[np.ndarray] = []
+        self.asked_flags: list[np.ndarray] = []
+
+    def run(self) -> Any:
+        """Asks up to ``max_queries`` queries and returns the fitted student (or None).
+
+        ``least_confident`` asks half the queries in random order, then the rest by the
+        current student's lowest top-class probability first (paper App. B.2).
+        """
+        max_queries = self.settings.max_queries
+        if self.settings.selection != "least_confident":
+            self.ask(max_queries)
+            return self.fit()
+        self.ask(max_queries // 2)
+        model = self.fit()
+        if model is not None and self.unlabeled:
+            # Least confident first: lowest top-class probability of the current student.
+            confidence = model.predict_proba(self.x_public[self.unlabeled]).max(axis=1)
+            self.unlabeled = [self.unlabeled[i] for i in np.argsort(confidence, kind="stable")]
+        self.ask(max_queries - self.ledger.num_queries)
+        return self.fit()
+
+    def aggregate(self, votes: np.ndarray) -> np.ndarray:
+        """The aggregator's noisy labels of ``votes`` (-1: not answered)."""
+        s = self.settings
+        if s.aggregator == "lnmax":
+            return noisy_max(votes, gamma=s.gamma, rng=self.rng, secure_mode=s.secure_mode)
+        if s.aggregator == "gnmax":
+            return gaussian_noisy_max(votes, sigma=s.sigma, rng=self.rng, secure_mode=s.secure_mode)
         return confident_gnmax(
-            votes, threshold=threshold, sigma_threshold=sigma_threshold, sigma=sigma, rng=rng,
-            secure_mode=secure_mode,
+            votes, threshold=s.threshold, sigma_threshold=s.sigma_threshold, sigma=s.sigma,
+            rng=self.rng, secure_mode=s.secure_mode,
         )  # fmt: skip
 
-    def ask(count: int) -> None:
+    def ask(self, count: int) -> None:
+        """Asks the teachers about the next ``count`` unlabeled samples, within the budget."""
+        unlabeled, ledger = self.unlabeled, self.ledger
         chosen = [unlabeled.pop(0) for _ in range(min(count, len(unlabeled)))]
         if not chosen:
             return
-        votes = teacher_votes(teachers, x_public[chosen], num_classes)
+        votes = teacher_votes(self.teachers, self.x_public[chosen], self.num_classes)
         start = 0
         while start < len(chosen):
             # Stop at the budget: no query beyond it. Each chunk fits even if all of it is
@@ -427,62 +533,76 @@ def run_supervised_pate(
             if not fits:
                 break
             part = votes[start : start + fits]
-            noisy = aggregate(part)
+            noisy = self.aggregate(part)
             flags = noisy >= 0
-            ledger.record(part, answered=flags if confident else None)
-            asked_votes.append(part)
-            asked_flags.append(flags)
+            ledger.record(part, answered=flags if self.confident else None)
+            self.asked_votes.append(part)
+            self.asked_flags.append(flags)
             indices = chosen[start : start + fits]
-            labeled_idx.extend(int(i) for i, f in zip(indices, flags, strict=True) if f)
-            labels.extend(int(label) for label in noisy[flags])
+            self.labeled_idx.extend(int(i) for i, f in zip(indices, flags, strict=True) if f)
+            self.labels.extend(int(label) for label in noisy[flags])
             start += fits
         unlabeled[:0] = chosen[start:]  # not asked: still available
 
-    def fit() -> Any:
-        return _fit_student(make_model, x_public, labeled_idx, labels, student)
-
-    if selection != "least_confident":
-        ask(max_queries)
-        model = fit()
-    else:
-        ask(max_queries // 2)
-        model = fit()
-        if model is not None and unlabeled:
-            # Least confident first: lowest top-class probability of the current student.
-            confidence = model.predict_proba(x_public[unlabeled]).max(axis=1)
-            unlabeled = [unlabeled[i] for i in np.argsort(confidence, kind="stable")]
-        ask(max_queries - ledger.num_queries)
-        model = fit()
-
-    released = noise_std = math.nan
-    if release_order is not None and aggregator != "lnmax" and asked_votes:
-        release = release_data_dependent_epsilon(
-            np.concatenate(asked_votes),
-            sigma=sigma,
-            order=release_order,
-            delta=delta,
-            answered=np.concatenate(asked_flags) if confident else None,
-            threshold=threshold,
-            sigma_threshold=sigma_threshold,
-            release_sigma=release_sigma,
-            num_teachers=num_teachers,
-            rng=rng,
+    def fit(self) -> Any:
+        """The student fitted on the labels so far (None with fewer than two classes)."""
+        return _fit_student(
+            self.settings.make_model,
+            self.x_public,
+            self.labeled_idx,
+            self.labels,
+            self.settings.student,
         )
-        released, noise_std = release.epsilon, release.noise_std
-    test_votes = teacher_votes(teachers, data["x_test"], num_classes)
+
+
+def _release_epsilon(
+    settings: SupervisedPATESettings, labeling: _Labeling, rng: np.random.Generator
+) -> tuple[float, float]:
+    """(ε released with smooth-sensitivity noise, its noise std), NaNs without a release."""
+    if settings.release_order is None or settings.aggregator == "lnmax":
+        return math.nan, math.nan
+    if not labeling.asked_votes:
+        return math.nan, math.nan
+    release = release_data_dependent_epsilon(
+        np.concatenate(labeling.asked_votes),
+        sigma=settings.sigma,
+        order=settings.release_order,
+        delta=settings.delta,
+        answered=np.concatenate(labeling.asked_flags) if labeling.confident else None,
+        threshold=settings.threshold,
+        sigma_threshold=settings.sigma_threshold,
+        release_sigma=settings.release_sigma,
+        num_teachers=settings.num_teachers,
+        rng=rng,
+    )
+    return release.epsilon, release.noise_std
+
+
+def _result(
+    data: dict[str, np.ndarray],
+    settings: SupervisedPATESettings,
+    teachers: list[Any],
+    labeling: _Labeling,
+    model: Any,
+    released: float,
+    noise_std: float,
+) -> SupervisedPATEResult:
+    """Measures the run: accuracies on the test split, ε from the ledger."""
+    test_votes = teacher_votes(teachers, data["x_test"], labeling.num_classes)
+    ledger, labels = labeling.ledger, labeling.labels
     return SupervisedPATEResult(
-        num_teachers=num_teachers,
-        gamma=math.nan if gamma is None else float(gamma),
+        num_teachers=settings.num_teachers,
+        gamma=math.nan if settings.gamma is None else float(settings.gamma),
         num_queries=ledger.num_queries,
         epsilon=ledger.epsilon,
         epsilon_data_independent=ledger.epsilon_data_independent,
-        delta=float(delta),
+        delta=float(settings.delta),
         teacher_accuracy=float(
             np.mean([np.mean(t.predict(data["x_test"]) == data["y_test"]) for t in teachers])
         ),
         ensemble_accuracy=float(np.mean(plurality(test_votes) == data["y_test"])),
         label_accuracy=(
-            float(np.mean(np.asarray(labels) == data["y_public"][labeled_idx]))
+            float(np.mean(np.asarray(labels) == data["y_public"][labeling.labeled_idx]))
             if labels
             else math.nan
         ),
@@ -491,8 +611,8 @@ def run_supervised_pate(
             if model is not None
             else math.nan
         ),
-        aggregator=aggregator,
-        sigma=math.nan if sigma is None else float(sigma),
+        aggregator=settings.aggregator,
+        sigma=math.nan if settings.sigma is None else float(settings.sigma),
         num_answered=ledger.num_answered,
         epsilon_released=released,
         release_noise_std=noise_std,
