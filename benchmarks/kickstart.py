@@ -401,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot_dir is None:
         args.plot_dir = storage
     print(f"Tune results in {storage}", flush=True)
+    if args.storage_path is None and not args.overhead_only:
+        print(f"(if interrupted: the same command with --storage-path {storage} resumes)")
     tasks: list[TaskResult] = []
     overhead = None
     start = time.perf_counter()
