@@ -406,7 +406,7 @@ def run_supervised_pate(
         teachers: Already trained teachers (from ``train_teachers`` with the same
             ``num_teachers``) to reuse across settings; None trains them here.
         **kwargs: The fields of
-            [`SupervisedPATESettings`][rllib_privacy.pate.supervised.SupervisedPATESettings]
+            [`SupervisedPATESettings`][rllib_privacy.pate.SupervisedPATESettings]
             (``num_teachers=5, gamma=1.0, ...``), when ``settings`` is None.
 
     Returns:
