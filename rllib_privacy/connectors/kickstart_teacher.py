@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,9 @@ class AddTeacherAnswersToBatch(ConnectorV2):
     mask 0 and a zero policy; the loss mixin ignores them. The teacher may answer part of
     a request (its answer cache serves known state codes and releases new ones up to its
     budget); each row then carries the k its answer was drawn with.
+
+    ``answer_sink``, when set (the kickstart loss mixin sets it for answer replay), receives
+    each answered row once: ``answer_sink(observations, policies, k)``.
 
     With ``query_rule="uncertain"`` only states where the student's current policy is
     unsure (largest action probability below ``query_confidence``) are sent; the others get
@@ -64,6 +68,7 @@ class AddTeacherAnswersToBatch(ConnectorV2):
         self.query_rule = query_rule
         self.query_confidence = float(query_confidence)
         self.teacher: Any = None
+        self.answer_sink: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None
         self._queries = 0
         self._answered = 0
         self._refused = 0
@@ -104,7 +109,8 @@ class AddTeacherAnswersToBatch(ConnectorV2):
         asked = int(ask.sum())
         if asked:
             self._queries += 1
-            answer = self.teacher.answer(_as_numpy(obs)[ask]) if self.teacher else None
+            asked_obs = _as_numpy(obs)[ask]
+            answer = self.teacher.answer(asked_obs) if self.teacher else None
             if answer is not None and answer.answered:
                 policies[ask] = answer.policies
                 mask[ask] = answer.row_mask(asked)
@@ -112,6 +118,9 @@ class AddTeacherAnswersToBatch(ConnectorV2):
                 answered = int(mask[ask].sum())
                 self._answered += answered
                 self._refused += asked - answered
+                if self.answer_sink is not None and answered:
+                    kept = mask[ask] > 0
+                    self.answer_sink(asked_obs[kept], policies[ask][kept], k[ask][kept])
             else:
                 self._refused += asked
         device = obs.device if isinstance(obs, torch.Tensor) else None

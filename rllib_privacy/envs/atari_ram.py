@@ -62,7 +62,7 @@ def make_ale_ram(**kwargs: Any) -> gym.Env:
     )
 
 
-_RAM_SCALE = np.float32(1.0 / 255.0)
+_RAM_MAX = np.float32(255.0)
 
 
 class AtariRamVectorEnv(gym.vector.VectorEnv):
@@ -125,7 +125,7 @@ class AtariRamVectorEnv(gym.vector.VectorEnv):
             self._ram[index], _ = env.reset(seed=game_seed, options=options)
         self._needs_reset[:] = False
         self._episode_steps[:] = 0
-        return self._ram * _RAM_SCALE, {}
+        return self._ram.astype(np.float32) / _RAM_MAX, {}
 
     def step(
         self, actions: np.ndarray
@@ -149,11 +149,11 @@ class AtariRamVectorEnv(gym.vector.VectorEnv):
             truncated |= ~terminated & (self._episode_steps >= self.max_episode_steps)
         # Games that were reset above produced no step: their flags stay False.
         self._needs_reset = terminated | truncated
-        return self._ram * _RAM_SCALE, rewards, terminated, truncated, {}
+        return self._ram.astype(np.float32) / _RAM_MAX, rewards, terminated, truncated, {}
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every game."""
-        for env in self.envs:
+        for env in getattr(self, "envs", ()):  # absent when __init__ raised
             env.close()
 
 

@@ -10,6 +10,12 @@ Gohari et al. (eq. 15-17; docs/components/kickstarting.md): with the teacher's p
 over the samples the teacher answered. λ = 0 is the privacy-unaware student; a teacher
 without mechanism (k = ∞, α_λ = 0) gives plain kickstarting with the L2 term, and
 ``loss="cross_entropy"`` gives Schmitt et al.'s H(π^t, π_θ) term instead.
+
+Answer replay (``kickstart_answer_replay_size`` > 0): every answer that reaches the learner
+is remembered with its state and k, and each minibatch's term is the mean over its own answered
+samples and a uniform draw of that many remembered answers. Training again on a released
+answer is post-processing of the release: it costs no privacy, so the answers bought early in
+a budget keep teaching after the teacher stops sharing.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
@@ -31,6 +38,7 @@ from rllib_privacy.connectors.kickstart_teacher import (
     AddTeacherAnswersToBatch,
 )
 from rllib_privacy.errors import PrivacyConfigError
+from rllib_privacy.learners.answer_replay import AnswerReplay
 
 KICKSTART_LOSSES: tuple[str, ...] = ("thresholded_l2", "cross_entropy")
 
@@ -40,7 +48,9 @@ LOSS_METRIC = "kickstart_loss"
 ACTIVE_FRACTION_METRIC = "kickstart_active_fraction"
 ALPHA_LAMBDA_METRIC = "kickstart_alpha_lambda"
 ANSWERED_FRACTION_METRIC = "kickstart_answered_fraction"
+REMEMBERED_METRIC = "kickstart_answers_remembered"
 _CONNECTOR_STATE = "kickstart_teacher_connector"
+_REPLAY_STATE = "kickstart_answer_replay"
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,8 @@ class KickstartLossSettings:
             loss) or ``"uncertain"`` (only where the student's largest action probability
             is below ``query_confidence``).
         query_confidence: The threshold of ``"uncertain"``, in (0, 1].
+        replay_size: Remembered answers added to each minibatch's term (0: no replay).
+        replay_capacity: How many answers are remembered; the oldest go first.
 
     """
 
@@ -65,6 +77,8 @@ class KickstartLossSettings:
     loss: str = "thresholded_l2"
     query_rule: str = "all"
     query_confidence: float = 0.9
+    replay_size: int = 0
+    replay_capacity: int = 100_000
 
     def __post_init__(self) -> None:
         """Validate; messages name the ``kickstart_*`` config keys."""
@@ -94,6 +108,12 @@ class KickstartLossSettings:
             raise PrivacyConfigError(
                 f"kickstart_query_confidence must be a number in (0, 1], got {confidence!r}"
             )
+        for name, value, low in (
+            ("kickstart_answer_replay_size", self.replay_size, 0),
+            ("kickstart_answer_replay_capacity", self.replay_capacity, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise PrivacyConfigError(f"{name} must be an int >= {low}, got {value!r}")
 
     def check_num_actions(self, num_actions: int) -> None:
         """Raise if the ``"uncertain"`` rule could never ask (threshold at or below 1/m)."""
@@ -116,9 +136,20 @@ class KickstartLossSettings:
                 loss=config.kickstart_loss,
                 query_rule=getattr(config, "kickstart_query_rule", "all"),
                 query_confidence=getattr(config, "kickstart_query_confidence", 0.9),
+                replay_size=getattr(config, "kickstart_answer_replay_size", 0),
+                replay_capacity=getattr(config, "kickstart_answer_replay_capacity", 100_000),
             )
         values = dict((getattr(config, "learner_config_dict", None) or {}).get("kickstart", {}))
-        allowed = {"coeff", "lambda", "beta", "loss", "query_rule", "query_confidence"}
+        allowed = {
+            "coeff",
+            "lambda",
+            "beta",
+            "loss",
+            "query_rule",
+            "query_confidence",
+            "replay_size",
+            "replay_capacity",
+        }
         unknown = sorted(set(values) - allowed)
         if unknown:
             raise PrivacyConfigError(
@@ -141,6 +172,9 @@ class KickstartLossMixin:
     Discrete (Categorical) action spaces only.
     """
 
+    #: Remembered answers (``kickstart_answer_replay_size`` > 0), created in ``build()``.
+    _answer_replay: AnswerReplay | None = None
+
     @override(Learner)
     def build(self) -> None:
         """Builds the learner, then appends the teacher connector to its pipeline."""
@@ -161,6 +195,12 @@ class KickstartLossMixin:
                 query_confidence=self.kickstart_settings.query_confidence,
             )
             self._learner_connector.append(self._kickstart_connector)
+        self._answer_replay: AnswerReplay | None = None
+        if self.kickstart_settings.replay_size > 0:
+            self._answer_replay = AnswerReplay(self.kickstart_settings.replay_capacity)
+            self._replay_rng = np.random.default_rng(int(self.config.seed or 0))
+            if self._kickstart_connector is not None:
+                self._kickstart_connector.answer_sink = self._answer_replay.add
 
     def set_kickstart_teacher(self, teacher: Any) -> None:
         """Attach the teacher client that the connector asks."""
@@ -196,26 +236,51 @@ class KickstartLossMixin:
         answered = batch[TEACHER_MASK].to(logits.dtype) * in_loss
         num_answered, num_in_loss = answered.sum(), in_loss.sum()
         alpha = kickstart_alpha(batch[TEACHER_K].to(logits.dtype), settings)
-        if settings.loss == "thresholded_l2":
-            distance = torch.linalg.vector_norm(torch.softmax(logits, dim=-1) - teacher, dim=-1)
-            active = (distance > alpha).to(logits.dtype) * answered
-            per_sample = distance * active
-        else:
-            per_sample = -(teacher * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
-            active = answered
-        term = (per_sample * answered).sum() / torch.clamp(num_answered, min=1.0)
-        mean_alpha = (alpha * answered).sum() / torch.clamp(num_answered, min=1.0)
-        self.metrics.log_dict(
-            {
-                LOSS_METRIC: term,
-                ACTIVE_FRACTION_METRIC: active.sum() / torch.clamp(num_in_loss, min=1.0),
-                ANSWERED_FRACTION_METRIC: num_answered / torch.clamp(num_in_loss, min=1.0),
-                ALPHA_LAMBDA_METRIC: mean_alpha,
-            },
-            key=module_id,
-            window=1,
-        )
+        per_sample, active = self._kickstart_per_sample(logits, teacher, alpha)
+        active = active * answered
+        term_sum, term_count = (per_sample * answered).sum(), num_answered
+        metrics = {
+            ACTIVE_FRACTION_METRIC: active.sum() / torch.clamp(num_in_loss, min=1.0),
+            ANSWERED_FRACTION_METRIC: num_answered / torch.clamp(num_in_loss, min=1.0),
+            ALPHA_LAMBDA_METRIC: (alpha * answered).sum() / torch.clamp(num_answered, min=1.0),
+        }
+        if self._answer_replay is not None:
+            metrics[REMEMBERED_METRIC] = float(len(self._answer_replay))
+            if len(self._answer_replay):
+                replay_sum, replay_count = self._replayed_term(module_id, logits)
+                term_sum, term_count = term_sum + replay_sum, term_count + replay_count
+        term = term_sum / torch.clamp(term_count, min=1.0)
+        self.metrics.log_dict({LOSS_METRIC: term, **metrics}, key=module_id, window=1)
         return base + settings.coeff * term
+
+    def _kickstart_per_sample(self, logits: Any, teacher: Any, alpha: Any) -> tuple[Any, Any]:
+        """(φ_λ or the cross-entropy per sample, 1 where the term is active)."""
+        import torch
+
+        if self.kickstart_settings.loss == "thresholded_l2":
+            distance = torch.linalg.vector_norm(torch.softmax(logits, dim=-1) - teacher, dim=-1)
+            active = (distance > alpha).to(logits.dtype)
+            return distance * active, active
+        per_sample = -(teacher * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+        return per_sample, torch.ones_like(per_sample)
+
+    def _replayed_term(self, module_id: str, like: Any) -> tuple[Any, Any]:
+        """Sum and count of the term over a uniform draw of remembered answers."""
+        import torch
+
+        assert self._answer_replay is not None
+        observations, policies, k = self._answer_replay.sample(
+            self.kickstart_settings.replay_size, self._replay_rng
+        )
+        device, dtype = like.device, like.dtype
+        logits = self.module[module_id].forward_train(
+            {Columns.OBS: torch.from_numpy(observations).to(device)}
+        )[Columns.ACTION_DIST_INPUTS]
+        alpha = kickstart_alpha(torch.from_numpy(k).to(device, dtype), self.kickstart_settings)
+        per_sample, _ = self._kickstart_per_sample(
+            logits, torch.from_numpy(policies).to(device, dtype), alpha
+        )
+        return per_sample.sum(), torch.tensor(float(len(k)), device=device, dtype=dtype)
 
     @override(Learner)
     def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any):
@@ -223,6 +288,10 @@ class KickstartLossMixin:
         state = super().get_state(components, not_components=not_components, **kwargs)
         if self._kickstart_connector is not None:
             state[_CONNECTOR_STATE] = self._kickstart_connector.get_state()
+        if self._answer_replay is not None and self._check_component(
+            _REPLAY_STATE, components, not_components
+        ):  # not in the weights-only states of every weight sync
+            state[_REPLAY_STATE] = self._answer_replay.state_dict()
         return state
 
     @override(Learner)
@@ -231,6 +300,8 @@ class KickstartLossMixin:
         super().set_state(state)
         if self._kickstart_connector is not None and _CONNECTOR_STATE in state:
             self._kickstart_connector.set_state(state[_CONNECTOR_STATE])
+        if self._answer_replay is not None and _REPLAY_STATE in state:
+            self._answer_replay.load_state_dict(state[_REPLAY_STATE])
 
 
 def kickstart_alpha(k: Any, settings: KickstartLossSettings) -> Any:

@@ -62,6 +62,11 @@ KICKSTART_LOSS = "kickstart/loss"
 KICKSTART_TEACHER_ANSWERED = "kickstart/teacher_answered"
 KICKSTART_TEACHER_REFUSED = "kickstart/teacher_refused"
 KICKSTART_TEACHER_SHARING = "kickstart/teacher_sharing"
+#: 1 when the last batch held teacher answers (new releases or cached ones), else 0: cached
+#: answers are still served after ``teacher_sharing`` (new releases) has stopped.
+KICKSTART_TEACHER_SERVING = "kickstart/teacher_serving"
+#: Released answers the student remembers for answer replay.
+KICKSTART_ANSWERS_REMEMBERED = "kickstart/answers_remembered"
 KICKSTART_TEACHER_STOPPED_AT = "kickstart/teacher_stopped_at_iteration"
 KICKSTART_EPSILON_PER_RELEASE = "kickstart/epsilon_per_release"
 KICKSTART_DELTA_PER_RELEASE = "kickstart/delta_per_release"

@@ -38,6 +38,7 @@ from rllib_privacy.learners.kickstart_loss import (
     ALPHA_LAMBDA_METRIC,
     ANSWERED_FRACTION_METRIC,
     LOSS_METRIC,
+    REMEMBERED_METRIC,
     KickstartLossSettings,
 )
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
@@ -50,12 +51,12 @@ from rllib_privacy.teachers import (
     load_teacher_spaces,
     resolve_teacher_checkpoint,
 )
-from rllib_privacy.teachers.journaling import (
+from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.journaling import (
     algorithm_journal_path,
     check_journal_dir,
     same_node_strategy,
 )
-from rllib_privacy.utils import metrics as keys
 
 #: Top-level result keys, first in every result (Tune's progress table shows them).
 HEADLINE_KEYS = (
@@ -116,6 +117,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             "kickstart_loss",
             "kickstart_query_rule",
             "kickstart_query_confidence",
+            "kickstart_answer_replay_size",
+            "kickstart_answer_replay_capacity",
         ),
         "privacy": ("privacy_journal_dir",),
     }
@@ -135,6 +138,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         self.kickstart_loss = loss_defaults.loss
         self.kickstart_query_rule = loss_defaults.query_rule
         self.kickstart_query_confidence = loss_defaults.query_confidence
+        self.kickstart_answer_replay_size = loss_defaults.replay_size
+        self.kickstart_answer_replay_capacity = loss_defaults.replay_capacity
         self.privacy_journal_dir: str | None = None
 
     def teacher(
@@ -209,6 +214,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         kickstart_loss: str = NotProvided,  # type: ignore[assignment]
         kickstart_query_rule: str = NotProvided,  # type: ignore[assignment]
         kickstart_query_confidence: float = NotProvided,  # type: ignore[assignment]
+        kickstart_answer_replay_size: int = NotProvided,  # type: ignore[assignment]
+        kickstart_answer_replay_capacity: int = NotProvided,  # type: ignore[assignment]
     ) -> Self:
         """Sets the student's privacy-aware kickstart term (eq. 15-17).
 
@@ -223,6 +230,11 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
                 ``uncertain`` (only where the student's largest action probability is below
                 ``kickstart_query_confidence``).
             kickstart_query_confidence: Threshold of the ``uncertain`` rule, in (1/m, 1].
+            kickstart_answer_replay_size: Remembered teacher answers added to each
+                minibatch's kickstart term (0: no replay). Replaying released answers is
+                post-processing: it spends no budget.
+            kickstart_answer_replay_capacity: How many answers are remembered (the oldest
+                go first); part of the learner's checkpoint.
 
         Returns:
             This updated config.
@@ -359,11 +371,16 @@ class KickstartPPO(PPO):
     def training_step(self) -> None:
         """Starts the teacher's rollout (k decay, budget check), then one PPO iteration."""
         self._teacher.start_rollout(expected_states=self.config.total_train_batch_size)
+        before = self._teacher.stats()
         super().training_step()
-        self._log_kickstart_metrics(self._teacher.stats())
+        self._log_kickstart_metrics(self._teacher.stats(), before=before)
 
-    def _log_kickstart_metrics(self, teacher: dict[str, float]) -> None:
+    def _log_kickstart_metrics(
+        self, teacher: dict[str, float], *, before: dict[str, float]
+    ) -> None:
+        served = teacher["answered"] + teacher["cached"] - before["answered"] - before["cached"]
         values: dict[str, float] = {
+            keys.KICKSTART_TEACHER_SERVING: float(served > 0),
             keys.KICKSTART_K: teacher["k"],
             keys.KICKSTART_TEACHER_SHARING: teacher["sharing"],
             keys.KICKSTART_TEACHER_ANSWERED: teacher["answered"],
@@ -395,6 +412,7 @@ class KickstartPPO(PPO):
             (ACTIVE_FRACTION_METRIC, keys.KICKSTART_ACTIVE_FRACTION),
             (ANSWERED_FRACTION_METRIC, keys.KICKSTART_ANSWERED_FRACTION),
             (ALPHA_LAMBDA_METRIC, keys.KICKSTART_ALPHA_LAMBDA),
+            (REMEMBERED_METRIC, keys.KICKSTART_ANSWERS_REMEMBERED),
         ):
             value = self.metrics.peek(
                 (LEARNER_RESULTS, DEFAULT_MODULE_ID, learner_key), default=None
