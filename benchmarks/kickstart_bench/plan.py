@@ -134,7 +134,6 @@ ARMS: dict[str, Arm] = {
         "KickstartPPO",
         {"teacher_mechanism": "none", "kickstart_lambda": 0.0},
         "KickstartPPO, non-private teacher (`teacher_mechanism: none`), λ = 0",
-        CLASSIC,
     ),
     "no-kickstart": Arm("no-kickstart", "PPO", {}, "plain RLlib PPO, no teacher"),
     # The paper's vanishing coefficients (AirRaid figures), for both kinds of student.
@@ -195,6 +194,27 @@ ARMS: dict[str, Arm] = {
         "privacy-aware, ε budget 10, k₀ = 5, a 24-bit answer cache, c = 0.8, min_k = 0.5",
         CLASSIC,
     ),
+    # Answer replay: every released answer is trained on again in later minibatches
+    # (post-processing, no budget), so the few answers a small ε buys keep teaching.
+    **{
+        f"aware-eps{budget:g}-replay": Arm(
+            f"aware-eps{budget:g}-replay",
+            "KickstartPPO",
+            {
+                "teacher_mechanism": "dirichlet",
+                "kickstart_lambda": 0.5,
+                "teacher_epsilon_budget": budget,
+                "teacher_cache_bits": 24,
+                "teacher_k": 5.0,
+                **CACHE_SCHEDULE,
+                "teacher_min_k": 0.5,
+                "kickstart_answer_replay_size": 256,
+            },
+            f"privacy-aware, ε budget {budget:g}, k₀ = 5, a 24-bit answer cache, c = 0.8, "
+            "min_k = 0.5, answer replay of 256 remembered answers per minibatch",
+        )
+        for budget in (10.0, 1.0)
+    },
 }
 
 
