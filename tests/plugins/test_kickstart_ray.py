@@ -110,6 +110,8 @@ def test_budget_stops_the_teacher_and_masks_the_loss(teacher_checkpoint: Path) -
         assert second["kickstart"]["teacher_stopped_at_iteration"] == 2.0
         assert second["kickstart"]["answered_fraction"] == 0.0
         assert second["kickstart"]["loss"] == 0.0
+        assert first["kickstart"]["teacher_serving"] == 1.0
+        assert second["kickstart"]["teacher_serving"] == 0.0
         assert second["kickstart"]["teacher_refused"] > 0
         assert second["privacy"]["epsilon_spent"] == first["privacy"]["epsilon_spent"] <= budget
     finally:
@@ -261,3 +263,43 @@ def test_shipped_cartpole_yamls_run_one_iteration_through_the_cli(tmp_path: Path
         "kickstart/teacher_sharing",
     ):
         assert f"ray/tune/{key}" in tags, key
+
+
+def test_answer_replay_keeps_teaching_after_sharing_stops_and_survives_restore(
+    teacher_checkpoint: Path, tmp_path: Path
+) -> None:
+    basic = {"composition": "basic", "delta_budget": 1.0}
+    settings = TeacherSettings(k=50.0, eta=0.1, tau=1e-3, vanishing_coefficient=1.0, **basic)
+    teacher = DirichletTeacher.from_checkpoint(str(teacher_checkpoint), settings)
+    epsilon, _ = teacher.release_privacy(50.0)
+    config = _student(
+        teacher_checkpoint,
+        teacher_vanishing_coefficient=1.0,
+        teacher_epsilon_budget=1.5 * BATCH * epsilon,  # one rollout fits, two do not
+        teacher_composition="basic",
+        teacher_delta_budget=1.0,
+        kickstart_answer_replay_size=64,
+        kickstart_lambda=0.0,
+    )
+    algo = config.build_algo()
+    try:
+        first = algo.train()
+        second = algo.train()
+        algo.save_to_path(str(tmp_path / "student"))
+        remembered = algo.learner_group._learner._answer_replay.state_dict()
+    finally:
+        algo.stop()
+    answered = first["kickstart"]["teacher_answered"]
+    assert second["teacher_sharing"] == 0.0 and second["kickstart"]["answered_fraction"] == 0.0
+    # Nothing new was released, yet the replayed answers still shape the loss.
+    assert second["kickstart"]["answers_remembered"] == answered == len(remembered["k"])
+    assert second["kickstart"]["loss"] > 0.0
+    assert second["privacy"]["epsilon_spent"] == first["privacy"]["epsilon_spent"]
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(str(tmp_path / "student"))
+        state = restored.learner_group._learner._answer_replay.state_dict()
+        for key in ("observations", "policies", "k"):
+            assert (state[key] == remembered[key]).all(), key
+    finally:
+        restored.stop()

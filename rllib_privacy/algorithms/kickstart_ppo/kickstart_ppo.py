@@ -414,10 +414,11 @@ class KickstartPPO(PPO):
             (ALPHA_LAMBDA_METRIC, keys.KICKSTART_ALPHA_LAMBDA),
             (REMEMBERED_METRIC, keys.KICKSTART_ANSWERS_REMEMBERED),
         ):
+            # peek's default=None means "no default" (a KeyError): NaN marks a missing key.
             value = self.metrics.peek(
-                (LEARNER_RESULTS, DEFAULT_MODULE_ID, learner_key), default=None
+                (LEARNER_RESULTS, DEFAULT_MODULE_ID, learner_key), default=math.nan
             )
-            if value is not None:
+            if not math.isnan(value):
                 values[result_key] = float(value)
         for key, value in values.items():
             self.metrics.log_value(tuple(key.split("/")) if "/" in key else key, value, window=1)
