@@ -165,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             f"`{command_line('benchmarks/airraid_teacher.py', argv)}`",
             f"- Machine: {machine_line()}",
             "- Environment: `ALE/AirRaid-ram-v5` (ale-py 0.12) with `frameskip: [2, 5]`: the "
-            "RAM observation, sticky actions 0.25 and a frameskip drawn from {2, 3, 4} of gym's "
-            "`AirRaid-ram-v0`; differences from v0: ale-py's current emulator and ROM, the full "
-            "episode limit of 108,000 frames, and 6 actions as v0.",
+            "128-byte RAM observation (scaled to [0, 1]), 6 actions, sticky actions 0.25 and a "
+            "frameskip drawn from {2, 3, 4} of gym's `AirRaid-ram-v0`; what differs from v0: "
+            "ale-py's current emulator, and an episode limit of 108,000 frames (v5's) where "
+            "v0 had none.",
             f"- Teacher's final return (mean over its last {args.final_window:,.0f} env steps): "
             f"**{final:,.0f}**, {final / random_mean:.1f}× random play; "
             f"{last['num_env_steps_sampled_lifetime']:,.0f} env steps in "
