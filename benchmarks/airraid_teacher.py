@@ -167,8 +167,10 @@ def main(argv: list[str] | None = None) -> int:
             "- Environment: `ALE/AirRaid-ram-v5` (ale-py 0.12) with `frameskip: [2, 5]`: the "
             "128-byte RAM observation (scaled to [0, 1]), 6 actions, sticky actions 0.25 and a "
             "frameskip drawn from {2, 3, 4} of gym's `AirRaid-ram-v0`; what differs from v0: "
-            "ale-py's current emulator, and an episode limit of 108,000 frames (v5's) where "
-            "v0 had none.",
+            "ale-py's current emulator, and v5's episode limit of 108,000 frames (about 31,000 "
+            "agent steps) where gym registered v0 with `max_episode_steps=10000`; a teacher "
+            "that survives long plays longer episodes here (set `max_episode_steps: 10000` "
+            "in `env_config` for v0's limit).",
             f"- Teacher's final return (mean over its last {args.final_window:,.0f} env steps): "
             f"**{final:,.0f}**, {final / random_mean:.1f}× random play; "
             f"{last['num_env_steps_sampled_lifetime']:,.0f} env steps in "
