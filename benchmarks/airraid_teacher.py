@@ -97,7 +97,9 @@ def window_means(
     """(window end, mean return, iterations) per ``window`` env steps."""
     out = []
     end = window
-    while curve and end - window < curve[-1][0]:
+    # A trailing window less than half covered (a run's last iteration past a round
+    # number) would be one noisy point; it is left out.
+    while curve and end - window / 2 <= curve[-1][0]:
         values = [ret for steps, ret in curve if end - window < steps <= end]
         if values:
             out.append((end, statistics.mean(values), len(values)))
