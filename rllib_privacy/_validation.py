@@ -63,15 +63,15 @@ def closest(
         word: What the user wrote.
         candidates: The allowed names.
         renamed: Old names mapped to their new ones: an old name close to ``word``
-            suggests its new name.
+            suggests its new name (also when the old name is among ``candidates``).
 
     Returns:
         The suggestion, or None.
 
     """
     pool = {str(c).lower(): str(c) for c in candidates}
-    for old, new in (renamed or {}).items():
-        pool.setdefault(str(old).lower(), str(new))
+    # An old name that is also a candidate (still accepted) suggests its new name.
+    pool.update({str(old).lower(): str(new) for old, new in (renamed or {}).items()})
     if word.lower() in pool and pool[word.lower()] != word:
         return pool[word.lower()]
     matches = difflib.get_close_matches(word.lower(), list(pool), n=1, cutoff=0.6)
