@@ -217,6 +217,8 @@ def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None
         "aware-eps100-cache32",
         "aware-eps10-cache16",
         "aware-eps10-k5-cache24",
+        "aware-eps10-replay",
+        "aware-eps1-replay",
     ]
     assert args.plot_dir is None and not args.write_results
     assert args.command_line == "python benchmarks/kickstart.py"
@@ -393,6 +395,9 @@ def test_default_arms_and_experiment_files_follow_the_tasks(bench) -> None:
     airraid = bench.parse_args(["--tasks", "airraid"])
     assert set(airraid.arms) == {
         "no-kickstart",
+        "plain-kickstart",
+        "aware-eps10-replay",
+        "aware-eps1-replay",
         *(f"{kind}-c{c}" for kind in ("aware", "unaware") for c in (0.1, 0.3, 0.9)),
     }
     assert airraid.student_config == bench.AIRRAID_STUDENT_YAML
