@@ -401,7 +401,7 @@ def run_arm(arm: Arm, base: Mapping[str, Any], args: argparse.Namespace) -> ArmR
                     table_entries=sum(int(s["entries"]) for s in stats),
                     table_bytes=sum(int(s["bytes"]) for s in stats),
                     counted_states=sum(int(s["counted_states"]) for s in stats),
-                    ledger_releases=ledger.num_releases,
+                    ledger_releases=ledger.releases,
                     max_epsilon_spent=ledger.max_epsilon_spent,
                 )
             )
@@ -426,7 +426,7 @@ def run_arm(arm: Arm, base: Mapping[str, Any], args: argparse.Namespace) -> ArmR
             wall_s=wall,
             epsilon=float(config.privacy_epsilon),
             runner_releases=sum(int(s["releases"]) for s in final),
-            ledger_releases=algo._ledger.num_releases,
+            ledger_releases=algo._ledger.releases,
             submissions_received=algo._scores.submissions,
             runner_restarts=algo.env_runner_group.num_remote_worker_restarts(),
         )

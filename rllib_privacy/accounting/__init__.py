@@ -1,9 +1,14 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
-Every ledger (``TeacherLedger``, ``LDPLedger``, ``PATELedger``) implements
-``Ledger`` (``ledger``: privacy unit, identity, spent/remaining/releases, state), and
-every journaled component uses the one write-ahead journal, ``ReplayJournal``
-(``journal``).
+Releases are typed events ([events][rllib_privacy.accounting.events]: a Dirichlet answer,
+an (ε, δ) release, an LDP report, PATE queries). Every ledger (TeacherLedger, LDPLedger,
+PATELedger) implements [Ledger][rllib_privacy.accounting.ledger.Ledger] (privacy unit,
+identity, ``record(event)``/``can_afford(event)``/``replay(events)``, spent/remaining/releases,
+state), composing through an accountant where it has a choice of composition
+([accountants][rllib_privacy.accounting.accountants]: basic, advanced, RDP, by name), and
+every journaled component uses the one write-ahead journal,
+[ReplayJournal][rllib_privacy.accounting.journal.ReplayJournal], which stores events
+generically.
 
 Rényi DP of the Dirichlet mechanism (``dirichlet_renyi``: one release's RDP curve, exact for
 two actions and a safe bound beyond, composition over releases and conversion to (ε, δ)).
@@ -19,6 +24,17 @@ Every ledger has ``state_dict()``/``load_state_dict()`` so that checkpoints cont
 spent budget instead of resetting it.
 """
 
+from rllib_privacy.accounting.accountants import (
+    ACCOUNTANTS,
+    Accountant,
+    AdvancedAccountant,
+    BasicAccountant,
+    RDPAccountant,
+    compose_advanced,
+    compose_basic,
+    create_accountant,
+    register_accountant,
+)
 from rllib_privacy.accounting.dirichlet import (
     DirichletPrivacy,
     dirichlet_delta,
@@ -34,6 +50,15 @@ from rllib_privacy.accounting.dirichlet_renyi import (
     dirichlet_rdp_max_order,
     dirichlet_renyi_divergence,
     rdp_to_epsilon,
+)
+from rllib_privacy.accounting.events import (
+    DirichletAnswer,
+    EpsilonDeltaRelease,
+    LDPReport,
+    PATEQueries,
+    PrivacyEvent,
+    event_from_dict,
+    event_to_dict,
 )
 from rllib_privacy.accounting.gnmax import (
     GNMAX_ORDERS,
@@ -81,14 +106,23 @@ from rllib_privacy.accounting.pdp import (
     uniform_laplace_loss_bound,
 )
 from rllib_privacy.accounting.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
-from rllib_privacy.accounting.teacher_ledger import (
-    COMPOSITIONS,
-    TeacherLedger,
-    compose_advanced,
-    compose_basic,
-)
+from rllib_privacy.accounting.teacher_ledger import COMPOSITIONS, TeacherLedger
 
 __all__ = [
+    "ACCOUNTANTS",
+    "Accountant",
+    "AdvancedAccountant",
+    "BasicAccountant",
+    "DirichletAnswer",
+    "EpsilonDeltaRelease",
+    "LDPReport",
+    "PATEQueries",
+    "PrivacyEvent",
+    "RDPAccountant",
+    "create_accountant",
+    "event_from_dict",
+    "event_to_dict",
+    "register_accountant",
     "COMPOSITIONS",
     "DEFAULT_ORDERS",
     "DirichletPrivacy",

@@ -3,9 +3,9 @@
 A ledger that lives only in checkpoints forgets every release made after the last
 checkpoint when the driver is killed, so a resumed run could spend the budget twice
 (docs/privacy-journal.md: a reset is a silent privacy leak). A component therefore appends each
-release's ledger event(s) to a ``PrivacyJournal`` and only then hands the release
-out; the journal is the source of truth when a run (re)starts. A crash can then only
-over-count (a journaled release that never left), never under-count.
+release's privacy event ([events][rllib_privacy.accounting.events]) to its journal and only
+then hands the release out; the journal is the source of truth when a run (re)starts. A crash
+can then only over-count (a journaled release that never left), never under-count.
 
 Format: JSON lines, one record per line,
 ``{"seq": n, "component": ..., "time": unix_seconds, **record}`` with ``seq`` = 0, 1, 2, ...
@@ -17,34 +17,54 @@ Conventions shared by the components that use it: one file per component,
 ``<Algorithm.logdir>/privacy_journal`` by default (``default_journal_dir``).
 
 ``ReplayJournal`` is the one replay layer every journaled component uses (kickstart
-teacher, PATE labeler, PGC-A3C's aggregator): a header carrying the ledger's id
-(``rllib_privacy.accounting.ledger.Ledger.ledger_id``), checkpoint markers, and
-``ReplayJournal.after_restore``, which finds a checkpoint's journal by that id when the
-checkpoint is restored into another folder, or raises ``JournalNotFoundError``.
+teacher, PATE labeler, LDPA3C's aggregator): a header carrying the ledger's id, checkpoint
+markers, and ``ReplayJournal.after_restore``, which finds a checkpoint's journal by that id
+when the checkpoint is restored into another folder, or raises ``JournalNotFoundError``.
+It writes every release the same way, ``{"kind": "release", "event": <event dict>, ...}``,
+and replays it the same way, into the ledger and then into the component through the
+[JournaledComponent][rllib_privacy.accounting.journal.JournaledComponent] protocol: no
+component has its own replay loop. Journals written by 0.1.0 (a record kind per component)
+are read through one translation table, ``legacy_release``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pathlib
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from rllib_privacy.accounting.events import (
+    DirichletAnswer,
+    EpsilonDeltaRelease,
+    LDPReport,
+    PATEQueries,
+    PrivacyEvent,
+    event_from_dict,
+    event_to_dict,
+)
+from rllib_privacy.accounting.ledger import Ledger
 
 __all__ = [
     "ACCEPT_JOURNAL_LOSS_ENV",
     "JOURNAL_DIR_NAME",
+    "RELEASE",
     "SNAPSHOT",
+    "UPDATE",
     "JournalNotFoundError",
+    "JournaledComponent",
     "PrivacyJournal",
     "PrivacyJournalError",
     "ReplayJournal",
     "default_journal_dir",
     "journal_file",
     "journal_ledger_id",
+    "legacy_release",
     "read_records",
     "record_kind",
 ]
@@ -333,6 +353,11 @@ class PrivacyJournal:
 
 #: Record kind that replaces a component's totals by the state it holds.
 SNAPSHOT = "snapshot"
+#: Record kind of a release: ``{"kind": "release", "event": <event dict>, **extras}``.
+RELEASE = "release"
+#: Record kind of a change of a component's own schedule or flags (no privacy spent):
+#: ``{"kind": "update", "fields": {...}}``.
+UPDATE = "update"
 #: Record kind of the first record: ``{"kind": "header", "ledger_id": ...}``.
 HEADER = "header"
 #: Environment variable naming ledger ids (comma-separated) whose missing journal a restore
@@ -391,15 +416,128 @@ def _normalize_marker(marker: Any) -> dict[str, Any] | None:
     return {"ledger_id": ledger_id, "journal_seq": seq, "journal_path": path}
 
 
-class ReplayJournal:
-    """A component's ``PrivacyJournal``, tied to its ledger's identity, with restore logic.
+class JournaledComponent(Protocol):
+    """What a component that journals its releases gives ``ReplayJournal`` to replay into.
 
-    Used by every journaled component (kickstart teacher, PATE labeler, PGC-A3C's
+    The journal replays every release into the ledger itself; the component only keeps
+    what it derives from releases (counters, a cache of answers, scores) and its own
+    settings in step.
+    """
+
+    def journal_snapshot(self) -> dict[str, Any]:
+        """The component's totals (its ledger's state included), JSON-safe, for a snapshot."""
+        ...
+
+    def load_journal_snapshot(self, state: Mapping[str, Any]) -> None:
+        """Reset the totals (the ledger's included) to a ``journal_snapshot()``."""
+        ...
+
+    def apply_journal_update(self, fields: Mapping[str, Any]) -> None:
+        """Apply an ``"update"`` record's fields (e.g. a k schedule, a stop)."""
+        ...
+
+    def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
+        """Account for a release the journal just replayed into the ledger.
+
+        Args:
+            event: The release.
+            extras: The record's other fields (what the component journaled with it).
+
+        """
+        ...
+
+
+#: Fields of a record that are the journal's or the record kind's, not a component's.
+_RECORD_KEYS = RESERVED_KEYS | {"kind", "type", "event"}
+
+
+def _extras(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key not in _RECORD_KEYS}
+
+
+def _number(value: Any) -> Any:
+    return math.inf if value == "inf" else value
+
+
+#: 0.1.0's record kinds that changed a component's own state, as ``"update"`` fields.
+_LEGACY_UPDATES: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "schedule": _extras,  # the kickstart teacher's k schedule
+    "stop": lambda record: {"stopped": True},  # the PATE labeler stopped answering
+}
+
+
+def legacy_release(
+    record: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> list[PrivacyEvent] | None:
+    """The events a 0.1.0 release record stood for, most specific first; None if not one.
+
+    0.1.0 wrote one record kind per component, its fields at the top level:
+
+    * ``"release"`` (kickstart teacher): ``k, epsilon, delta, count`` and, since RDP,
+      ``eta, radius, num_actions``: a Dirichlet answer (mechanism missing before RDP: taken
+      from ``defaults``, the teacher's own η, radius and m, fixed for a run) and its
+      Theorem 1 (ε, δ) pair; the ledger takes whichever its composition records;
+    * ``"queries"`` (PATE labeler): ``votes``, ``gamma``, ``mechanism`` and, for
+      Confident-GNMax, ``answered``;
+    * ``"submission"`` (LDPA3C, also as ``"type"``): ``agent_id, epsilon, mechanism``.
+
+    Args:
+        record: A journal record without an ``"event"`` field.
+        defaults: Mechanism fields for records that lack them.
+
+    """
+    kind = record_kind(record)
+    if kind == "release":
+        count = int(record["count"])
+        events: list[PrivacyEvent] = []
+        mechanism = {
+            key: record.get(key, defaults.get(key)) for key in ("eta", "radius", "num_actions")
+        }
+        if None not in mechanism.values() and math.isfinite(_number(record["k"])):
+            events.append(DirichletAnswer(k=record["k"], count=count, **mechanism))
+        events.append(
+            EpsilonDeltaRelease(
+                epsilon=_number(record["epsilon"]), delta=record["delta"], count=count
+            )
+        )
+        return events
+    if kind == "queries":
+        settings = dict(
+            record.get("mechanism") or {"aggregator": "lnmax", "gamma": record["gamma"]}
+        )
+        answered = record.get("answered")
+        return [
+            PATEQueries(
+                votes=record["votes"],
+                answered=None if answered is None else tuple(answered),
+                **settings,
+            )
+        ]
+    if kind == "submission":
+        return [
+            LDPReport(
+                agent_id=record["agent_id"],
+                epsilon=_number(record["epsilon"]),
+                mechanism=record["mechanism"],
+            )
+        ]
+    return None
+
+
+class ReplayJournal:
+    """A component's ``PrivacyJournal``, tied to its ledger, with generic replay and restore.
+
+    Used by every journaled component (kickstart teacher, PATE labeler, LDPA3C's
     aggregator). On top of the journal it adds:
 
-    * a header record carrying the ledger's id (``ledger_id``): a checkpoint's
-      ``marker`` (ledger id, last seq, file path) names the journal its state reflects;
-    * ``records_to_replay``, every record after the header, for a component that
+    * a header record carrying the ledger's id (``ledger_id``): a checkpoint's ``marker()``
+      (ledger id, last seq, file path) names the journal its state reflects;
+    * typed writes: ``append_release(event, **extras)`` (and ``extend_releases`` with one
+      fsync), ``append_update(**fields)`` and ``append_snapshot(state)``;
+    * ``replay(records, component)``: each release goes into the ledger (beyond the budget
+      too: it may have left before a crash) and then to the component's
+      ``count_replayed_release``; updates and snapshots go to the component;
+    * ``replay_all(component)``, every record after the header, for a component that
       (re)starts without a checkpoint in a folder whose journal already has records (Tune's
       ``--resume`` of a trial that crashed before its first checkpoint);
     * ``after_restore``, which brings a component just restored from a checkpoint up to
@@ -408,16 +546,15 @@ class ReplayJournal:
       (a restore into a new folder). A checkpoint from another journal is then written here
       as a ``"snapshot"`` record, so that this journal alone reproduces the totals.
 
-    Record kinds are the component's own (``"release"``, ``"queries"``, ``"submission"``)
-    plus ``"snapshot"`` (``{"kind": "snapshot", "state": ...}``: replay resets the totals to
-    ``state``).
-
     Args:
         path: The journal file (created with its folders if missing).
         component: The component name written in every record.
-        ledger: The ledger the journal belongs to, or None. A new journal's header takes
-            its ``ledger_id``; reopening an
-            existing journal gives the ledger the journal's id instead.
+        ledger: The ledger the journal belongs to, or None (a journal that only stores
+            records: nothing to replay into). A new journal's header takes its
+            ``ledger_id``; reopening an existing journal gives the ledger the journal's id
+            instead.
+        legacy_defaults: Mechanism fields for 0.1.0 release records that lack them (see
+            [legacy_release][rllib_privacy.accounting.journal.legacy_release]).
 
     Raises:
         PrivacyJournalError: If the file is corrupt, belongs to another component, or does
@@ -425,20 +562,29 @@ class ReplayJournal:
 
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, component: str, ledger: Any = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        component: str,
+        ledger: Ledger[Any] | None = None,
+        legacy_defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self._journal = PrivacyJournal(path, component=component)
         if self._journal.last_seq < 0:
             ledger_id = uuid.uuid4().hex if ledger is None else ledger.ledger_id
-            self._journal.append({"kind": HEADER, "journal_id": ledger_id, "ledger_id": ledger_id})
-        ledger_id = _header_ledger_id(self._journal.records(after_seq=-1)[0])
-        if ledger_id is None:
+            self._journal.append({"kind": HEADER, "ledger_id": ledger_id})
+        header_id = _header_ledger_id(self._journal.records(after_seq=-1)[0])
+        if header_id is None:
             raise PrivacyJournalError(
                 f"privacy journal {str(self._journal.path)!r} does not start with a header "
                 "record: it was not written by this component's journaling"
             )
-        self._id = ledger_id
+        self._id = header_id
+        self._ledger = ledger
+        self._legacy_defaults = dict(legacy_defaults or {})
         if ledger is not None:
-            ledger.adopt_ledger_id(ledger_id)
+            ledger.adopt_ledger_id(header_id)
 
     @property
     def path(self) -> pathlib.Path:
@@ -456,11 +602,6 @@ class ReplayJournal:
         return self._id
 
     @property
-    def journal_id(self) -> str:
-        """Same as ``ledger_id`` (the name used before ledgers had an identity)."""
-        return self._id
-
-    @property
     def last_seq(self) -> int:
         """Seq of the newest record (0 is the header)."""
         return self._journal.last_seq
@@ -468,22 +609,35 @@ class ReplayJournal:
     def __len__(self) -> int:
         return len(self._journal)
 
-    def append(self, kind: str, **fields: Any) -> int:
-        """Durably append ``{"kind": kind, **fields}`` (fsync'd) and return its seq."""
-        return self._journal.append({"kind": kind, **fields})
+    # ------------------------------------------------------------------ writing
 
-    def extend(self, kind: str, records: Iterable[Mapping[str, Any]]) -> int:
-        """Durably append ``{"kind": kind, **record}`` for each record with ONE fsync."""
-        return self._journal.extend({"kind": kind, **record} for record in records)
+    def append_release(self, event: PrivacyEvent, **extras: Any) -> int:
+        """Durably append a release (fsync'd) and return its seq.
+
+        Args:
+            event: The release, as the ledger records it.
+            **extras: What the component keeps with it (JSON-able; e.g. cached answers).
+
+        """
+        return self.extend_releases([(event, extras)])
+
+    def extend_releases(self, releases: Iterable[tuple[PrivacyEvent, Mapping[str, Any]]]) -> int:
+        """Durably append ``(event, extras)`` releases with ONE fsync; return the last seq."""
+        return self._journal.extend(
+            {"kind": RELEASE, "event": event_to_dict(event), **extras} for event, extras in releases
+        )
+
+    def append_update(self, **fields: Any) -> int:
+        """Durably append an ``"update"`` of the component's own schedule or flags."""
+        return self._journal.append({"kind": UPDATE, "fields": fields})
 
     def append_snapshot(self, state: Mapping[str, Any], **fields: Any) -> int:
         """Append a ``"snapshot"`` record: replay resets the component to ``state``."""
-        return self.append(SNAPSHOT, state=dict(state), **fields)
+        return self._journal.append({"kind": SNAPSHOT, "state": dict(state), **fields})
 
     def marker(self) -> dict[str, Any]:
         """What a checkpoint stores to know which journal, up to which record, it reflects."""
         return {
-            "journal_id": self._id,
             "ledger_id": self._id,
             "journal_seq": self._journal.last_seq,
             "journal_path": str(self._journal.path),
@@ -493,9 +647,67 @@ class ReplayJournal:
         """The records with ``seq > after_seq``, oldest first (the header is seq 0)."""
         return self._journal.records(after_seq=after_seq)
 
-    def records_to_replay(self) -> list[dict[str, Any]]:
-        """Every record after the header, oldest first (a restart without a checkpoint)."""
-        return self._journal.records(after_seq=0)
+    # ------------------------------------------------------------------ replaying
+
+    def replay(self, records: Iterable[Mapping[str, Any]], component: JournaledComponent) -> int:
+        """Apply journal records (oldest first) to the ledger and the component.
+
+        Returns:
+            The number of releases replayed (the sum of their events' counts).
+
+        Raises:
+            PrivacyJournalError: If a record is of no known kind, or the ledger does not
+                record its event (e.g. it was released under other settings, such as
+                another noise scale): replaying it would misstate the spent ε.
+
+        """
+        replayed = 0
+        for record in records:
+            kind = record_kind(record)
+            if kind == SNAPSHOT:
+                # 0.1.0's LDPA3C kept a snapshot's fields at the top of the record.
+                state = record["state"] if "state" in record else _extras(record)
+                component.load_journal_snapshot(state)
+            elif kind == UPDATE:
+                component.apply_journal_update(record["fields"])
+            elif kind in _LEGACY_UPDATES:
+                component.apply_journal_update(_LEGACY_UPDATES[kind](record))
+            else:
+                event = self._event(record)
+                replayed += event.count
+                component.count_replayed_release(event, _extras(record))
+        return replayed
+
+    def _event(self, record: Mapping[str, Any]) -> PrivacyEvent:
+        """The release a record holds, replayed into the ledger."""
+        where = f"privacy journal {str(self.path)!r} record {record.get('seq')}"
+        if self._ledger is None:
+            raise PrivacyJournalError(f"{where}: this journal has no ledger to replay into")
+        try:
+            if record_kind(record) == RELEASE and "event" in record:
+                candidates = [event_from_dict(record["event"])]
+            else:
+                legacy = legacy_release(record, self._legacy_defaults)
+                if legacy is None:
+                    raise PrivacyJournalError(
+                        f"{where} has an unknown kind {record_kind(record)!r} for "
+                        f"{self.component}; was it written by another program?"
+                    )
+                candidates = legacy
+            event = next((e for e in candidates if self._ledger.accepts(e)), candidates[0])
+            self._ledger.replay([event])
+        except (KeyError, TypeError, ValueError) as error:
+            raise PrivacyJournalError(f"{where} cannot be replayed: {error}") from None
+        return event
+
+    def replay_all(self, component: JournaledComponent) -> int:
+        """Replay every record after the header (a restart without a checkpoint).
+
+        Returns:
+            The number of releases replayed.
+
+        """
+        return self.replay(self._journal.records(after_seq=0), component)
 
     def tail_after(self, marker: Any) -> list[dict[str, Any]] | None:
         """Records of THIS journal newer than a checkpoint's ``marker``.
@@ -543,9 +755,8 @@ class ReplayJournal:
     def after_restore(
         self,
         marker: Any,
+        component: JournaledComponent,
         *,
-        replay: Callable[[list[dict[str, Any]]], None],
-        snapshot: Callable[[], dict[str, Any]],
         accept_loss: bool | None = None,
     ) -> None:
         """Bring the journal and a component just restored from a checkpoint in line.
@@ -561,9 +772,8 @@ class ReplayJournal:
         * No marker (a checkpoint from before journals): append a snapshot.
 
         Args:
-            marker: The restored state's ``marker`` (None if it had none).
-            replay: Applies records to the component (oldest first).
-            snapshot: Returns the component's totals (JSON-safe) for a snapshot record.
+            marker: The restored state's ``marker()`` (None if it had none).
+            component: The component just restored (see ``replay``).
             accept_loss: Restore even if the checkpoint's journal is missing (its releases
                 after the checkpoint are then not counted). None reads the environment
                 variable ``RLLIB_PRIVACY_ACCEPT_JOURNAL_LOSS`` (a comma-separated list of
@@ -576,11 +786,11 @@ class ReplayJournal:
         """
         tail = self.tail_after(marker)
         if tail is not None:
-            replay(tail)
+            self.replay(tail, component)
             return
         found = _normalize_marker(marker)
         if found is None:
-            self.append_snapshot(snapshot())
+            self.append_snapshot(component.journal_snapshot())
             return
         ledger_id, seq = found["ledger_id"], found["journal_seq"]
         path = self.find_journal(found)
@@ -589,17 +799,17 @@ class ReplayJournal:
         if earlier is not None:
             # This journal went on from the same checkpoint before (a trial restarted that
             # restores it again): what it recorded since then counts too.
-            replay(self.records(after_seq=earlier["seq"] - 1))
+            self.replay(self.records(after_seq=earlier["seq"] - 1), component)
             replayed = int(earlier.get("restored_from", {}).get("replayed_records", 0))
             if path is None:
                 return
         if path is not None:
             # Only the records the earlier restore had not seen (the other run went on).
             newer = read_records(path, component=self.component)[seq + 1 + replayed :]
-            replay(newer)
+            self.replay(newer, component)
             if earlier is None or newer:
                 self.append_snapshot(
-                    snapshot(),
+                    component.journal_snapshot(),
                     restored_from={
                         "ledger_id": ledger_id,
                         "journal_seq": seq,
@@ -632,7 +842,8 @@ class ReplayJournal:
             ACCEPT_JOURNAL_LOSS_ENV,
         )
         self.append_snapshot(
-            snapshot(), journal_lost={"ledger_id": ledger_id, "journal_seq": seq, "looked": looked}
+            component.journal_snapshot(),
+            journal_lost={"ledger_id": ledger_id, "journal_seq": seq, "looked": looked},
         )
 
     def _earlier_restore(self, ledger_id: str, seq: int) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ never stored on its own. Under local DP each agent's guarantee composes only ove
 agent's own releases (basic sequential composition of pure ε-LDP mechanisms); the run's LDP
 guarantee is the worst agent's total, ``LDPLedger.max_epsilon_spent``.
 
-Storage is compact because PGC-A3C may see 100k agents with one release each: release kinds
+Storage is compact because LDPA3C may see 100k agents with one release each: release kinds
 ``(mechanism, epsilon)`` are interned once, and each agent maps to a kind index (exactly one
 release) or to a ``{kind index: count}`` dict.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting._state import check_state_header
+from rllib_privacy.accounting.events import LDPReport, PrivacyEvent
 from rllib_privacy.accounting.ledger import Ledger
-from rllib_privacy.errors import BudgetExhaustedError
 
 __all__ = ["LDPLedger", "per_submission_epsilon"]
 
@@ -71,15 +71,6 @@ def _within_budget(total: float, budget: float) -> bool:
     return total <= budget + _BUDGET_RTOL * max(1.0, budget)
 
 
-def _check_release(agent_id: Any, epsilon: Any, mechanism: Any) -> float:
-    if not isinstance(agent_id, str) or not agent_id:
-        raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
-    epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
-    if not isinstance(mechanism, str) or not mechanism:
-        raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
-    return epsilon
-
-
 def _compose(kinds: list[tuple[str, float]], entry: int | dict[int, int]) -> float:
     """Sequential composition of one agent's releases: Σ count · ε."""
     if isinstance(entry, int):
@@ -87,15 +78,16 @@ def _compose(kinds: list[tuple[str, float]], entry: int | dict[int, int]) -> flo
     return math.fsum(count * kinds[kind][1] for kind, count in entry.items())
 
 
-class LDPLedger(Ledger):
+class LDPLedger(Ledger[LDPReport]):
     """Releases of ε-LDP mechanisms per agent, with a per-agent budget.
 
     Privacy unit: one agent's data (everything a local agent holds: its environment, its
     episodes). The ledger's ``spent`` is the worst agent's composed ε, with δ = 0
     (pure ε-LDP); ``budget`` is the per-agent budget.
 
-    Per-agent entries are kept (not just counts per (mechanism, ε)): the per-agent budget
-    check and duplicate detection (``num_releases_of``) need them.
+    Records [LDPReport][rllib_privacy.accounting.events.LDPReport] events. Per-agent
+    entries are kept (not just counts per (mechanism, ε)): the per-agent budget check and
+    duplicate detection (``releases_of``) need them.
 
     Args:
         epsilon_budget_per_agent: The most ε any one agent may spend (sequential
@@ -108,9 +100,9 @@ class LDPLedger(Ledger):
 
     Example:
         >>> ledger = LDPLedger(epsilon_budget_per_agent=1.0)
-        >>> ledger.record("agent-0", 0.5, "laplace")
+        >>> ledger.record(LDPReport(agent_id="agent-0", epsilon=0.5, mechanism="laplace"))
         0.5
-        >>> ledger.can_release("agent-0", 0.75)
+        >>> ledger.can_afford(LDPReport(agent_id="agent-0", epsilon=0.75, mechanism="laplace"))
         False
 
     """
@@ -144,27 +136,10 @@ class LDPLedger(Ledger):
         entry = self._agents.get(agent_id)
         return 0.0 if entry is None else _compose(self._kinds, entry)
 
-    def can_release(self, agent_id: str, epsilon: float) -> bool:
-        """Return whether recording a release of ``epsilon`` for the agent fits its budget.
-
-        Args:
-            agent_id: The agent's id.
-            epsilon: ε of the prospective release, a number > 0.
-
-        Returns:
-            True if ``record`` would accept it.
-
-        Raises:
-            ValueError: If ``epsilon`` is not a number > 0.
-
-        """
-        epsilon = check_finite_positive("epsilon", epsilon, allow_inf=True)
-        return _within_budget(self.epsilon_spent(agent_id) + epsilon, self._budget)
-
-    def num_releases_of(self, agent_id: str) -> int:
+    def releases_of(self, agent_id: str) -> int:
         """Return how many releases an agent has recorded (0 for an unknown agent).
 
-        PGC-A3C numbers each agent's submissions 1, 2, ...; a submission whose number is
+        LDPA3C numbers each agent's submissions 1, 2, ...; a submission whose number is
         not above this count was already recorded (a duplicate delivery).
         """
         entry = self._agents.get(agent_id)
@@ -178,11 +153,6 @@ class LDPLedger(Ledger):
         return self._max_spent
 
     @property
-    def num_releases(self) -> int:
-        """Total number of recorded releases over all agents."""
-        return sum(self._kind_totals)
-
-    @property
     def spent(self) -> tuple[float, float]:
         """``(max_epsilon_spent, 0.0)``: the worst agent's ε; pure ε-LDP has δ = 0."""
         return self._max_spent, 0.0
@@ -194,12 +164,13 @@ class LDPLedger(Ledger):
 
     @property
     def releases(self) -> int:
-        """Same as ``num_releases``."""
-        return self.num_releases
+        """Total number of recorded releases over all agents."""
+        return sum(self._kind_totals)
 
-    def can_afford(self, agent_id: str, epsilon: float) -> bool:
-        """Same as ``can_release``."""
-        return self.can_release(agent_id, epsilon)
+    @property
+    def event_types(self) -> tuple[type[PrivacyEvent], ...]:
+        """``(LDPReport,)``."""
+        return (LDPReport,)
 
     @property
     def num_agents(self) -> int:
@@ -216,49 +187,18 @@ class LDPLedger(Ledger):
 
     # ------------------------------------------------------------------ recording
 
-    def record(self, agent_id: str, epsilon: float, mechanism: str) -> float:
-        """Record one ε-LDP release by an agent.
+    def _affords(self, event: LDPReport) -> bool:
+        return _within_budget(self.epsilon_spent(event.agent_id) + event.epsilon, self._budget)
 
-        Args:
-            agent_id: The releasing agent's id, a non-empty string.
-            epsilon: ε of the release, a number > 0 (``math.inf`` for a non-private release,
-                which only an unlimited budget accepts).
-            mechanism: Name of the mechanism (e.g. ``"laplace"``, ``"prs"``), non-empty.
+    def _refusal(self, event: LDPReport) -> str:
+        return (
+            f"agent {event.agent_id!r} has spent epsilon={self.epsilon_spent(event.agent_id)!r} "
+            f"of its budget {self._budget!r}; a {event.mechanism!r} release of "
+            f"epsilon={event.epsilon!r} would exceed it"
+        )
 
-        Returns:
-            The agent's composed ε after this release.
-
-        Raises:
-            ValueError: If an argument is invalid.
-            BudgetExhaustedError: If the release would take the agent over its budget;
-                nothing is recorded then.
-
-        """
-        epsilon = _check_release(agent_id, epsilon, mechanism)
-        spent = self.epsilon_spent(agent_id)
-        if not _within_budget(spent + epsilon, self._budget):
-            raise BudgetExhaustedError(
-                f"agent {agent_id!r} has spent epsilon={spent!r} of its budget "
-                f"{self._budget!r}; a {mechanism!r} release of epsilon={epsilon!r} would exceed it"
-            )
-        return self._add(agent_id, epsilon, mechanism)
-
-    def replay(self, agent_id: str, epsilon: float, mechanism: str) -> float:
-        """Re-record a release read back from a privacy journal, even beyond the budget.
-
-        The release may have left the agent before a crash: it counts whatever the budget
-        says now, and afterwards ``can_release`` refuses that agent.
-
-        Returns:
-            The agent's composed ε after this release.
-
-        Raises:
-            ValueError: If an argument is invalid.
-
-        """
-        return self._add(agent_id, _check_release(agent_id, epsilon, mechanism), mechanism)
-
-    def _add(self, agent_id: str, epsilon: float, mechanism: str) -> float:
+    def _add(self, event: LDPReport) -> float:
+        agent_id, epsilon, mechanism = event.agent_id, event.epsilon, event.mechanism
         kind = self._kind_index.get((mechanism, epsilon))
         if kind is None:
             kind = len(self._kinds)
@@ -336,11 +276,12 @@ class LDPLedger(Ledger):
             mechanism, raw_eps = raw
             if not isinstance(mechanism, str) or not mechanism:
                 raise ValueError(f"state['kinds'][{position}] mechanism must be a non-empty string")
-            kind = (mechanism, _decode_epsilon(f"state['kinds'][{position}] epsilon", raw_eps))
-            if kind in kind_index:
-                raise ValueError(f"state['kinds'][{position}] duplicates {kind!r}")
-            kind_index[kind] = len(kinds)
-            kinds.append(kind)
+            epsilon = _decode_epsilon(f"state['kinds'][{position}] epsilon", raw_eps)
+            release_kind = (mechanism, epsilon)
+            if release_kind in kind_index:
+                raise ValueError(f"state['kinds'][{position}] duplicates {release_kind!r}")
+            kind_index[release_kind] = len(kinds)
+            kinds.append(release_kind)
 
         raw_agents = state["agents"]
         if not isinstance(raw_agents, dict):
@@ -401,5 +342,5 @@ class LDPLedger(Ledger):
     def __repr__(self) -> str:
         return (
             f"LDPLedger(epsilon_budget_per_agent={self._budget!r}, agents={self.num_agents}, "
-            f"releases={self.num_releases}, max_epsilon_spent={self._max_spent!r})"
+            f"releases={self.releases}, max_epsilon_spent={self._max_spent!r})"
         )

@@ -1,24 +1,28 @@
 """The one accounting interface every privacy ledger implements (no Ray import).
 
-Modelled on Opacus's ``IAccountant`` and Google dp-accounting's ledgers: a ledger records
-*events* (what was released, through which mechanism, at which ε/δ) and recomputes the spent
-(ε, δ) from them on every query; a spent ε is never stored on its own (docs/privacy-journal.md).
+Modelled on Opacus's accountants and Google dp-accounting's events: a ledger records typed
+*events* ([events][rllib_privacy.accounting.events]: what was released, through which
+mechanism) and recomputes the spent (ε, δ) from them on every query; a spent ε is never
+stored on its own (docs/privacy-journal.md).
 
 Every ledger
 
 * names the **privacy unit** it protects (``Ledger.privacy_unit``): the neighbouring
   relation its ε is stated for;
 * has a stable **identity** (``Ledger.ledger_id``): the id written in the header of its
-  write-ahead journal (``ReplayJournal``), which is how a
+  write-ahead journal
+  ([ReplayJournal][rllib_privacy.accounting.journal.ReplayJournal]), which is how a
   checkpoint restored anywhere finds the releases made after it;
-* counts its **releases** (``Ledger.releases``);
-* answers ``spent``, ``remaining`` and ``can_afford``,
-  and refuses a ``record`` beyond its budget (``BudgetExhaustedError``);
+* takes events through one interface: ``record(event)`` (refused beyond the budget with
+  ``BudgetExhaustedError``), ``can_afford(event)``, and ``replay(events)`` for releases
+  read back from a journal (counted even beyond the budget: they may have left);
+* counts its **releases** (``Ledger.releases``) and answers ``spent``, ``remaining`` and
+  ``budget``;
 * round-trips through JSON-safe ``state_dict`` / ``load_state_dict``.
 
 Identity is not part of the state: ``load_state_dict`` replaces what was spent and the
-budget, never the ledger's own ``ledger_id`` (the id belongs to the journal the
-ledger writes to; two ledgers with equal spend compare equal). A component restoring a
+budget, never the ledger's own ``ledger_id`` (the id belongs to the journal the ledger
+writes to; two ledgers with equal spend compare equal). A component restoring a
 checkpoint compares the checkpoint's journal marker with its own journal instead.
 """
 
@@ -27,9 +31,16 @@ from __future__ import annotations
 import abc
 import math
 import uuid
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
-__all__ = ["Ledger", "new_ledger_id"]
+from rllib_privacy.accounting.events import PrivacyEvent
+from rllib_privacy.errors import BudgetExhaustedError
+
+__all__ = ["EventT", "Ledger", "new_ledger_id"]
+
+#: The event type(s) a ledger records.
+EventT = TypeVar("EventT", bound=PrivacyEvent)
 
 
 def new_ledger_id() -> str:
@@ -53,12 +64,12 @@ def check_ledger_id(value: Any) -> str:
     return value
 
 
-class Ledger(abc.ABC):
+class Ledger(abc.ABC, Generic[EventT]):
     """Base class of the privacy ledgers (teacher, LDP, PATE): see the module docstring.
 
     Subclasses set ``privacy_unit``, call ``Ledger.__init__(self, ledger_id=...)`` and
-    implement the abstract members. Their ``record`` and ``can_afford`` take the arguments of
-    their mechanism (a release's (k, ε, δ, count), an agent's release, vote histograms).
+    implement the abstract members; ``record``, ``can_afford`` and ``replay`` are written
+    once, here, in terms of them.
 
     Args:
         ledger_id: The ledger's identity; None draws a fresh random one.
@@ -111,15 +122,90 @@ class Ledger(abc.ABC):
     @property
     @abc.abstractmethod
     def releases(self) -> int:
-        """Number of releases recorded (answered states, submissions, queries)."""
+        """Number of releases recorded (answered states, reports, queries)."""
+
+    @property
+    @abc.abstractmethod
+    def event_types(self) -> tuple[type[PrivacyEvent], ...]:
+        """The event classes this ledger records (may depend on its composition)."""
+
+    def accepts(self, event: PrivacyEvent) -> bool:
+        """Whether ``event`` is of a kind, and has the settings, this ledger records."""
+        try:
+            self._check(event)
+        except ValueError:
+            return False
+        return True
+
+    def can_afford(self, event: EventT) -> bool:
+        """Whether ``record(event)`` would be accepted (an event of count 0 always is).
+
+        Raises:
+            ValueError: If the ledger does not record events of this kind or settings.
+
+        """
+        event = self._check(event)
+        return event.count == 0 or self._affords(event)
+
+    def record(self, event: EventT) -> float:
+        """Record a release, refusing it (recording nothing) if it does not fit the budget.
+
+        Args:
+            event: The release.
+
+        Returns:
+            The ε this ledger reports after the release (for a per-agent ledger, the
+            reporting agent's).
+
+        Raises:
+            ValueError: If the ledger does not record events of this kind or settings.
+            BudgetExhaustedError: If the release would exceed the budget.
+
+        """
+        event = self._check(event)
+        if event.count and not self._affords(event):
+            raise BudgetExhaustedError(self._refusal(event))
+        return self._add(event)
+
+    def replay(self, events: Iterable[EventT]) -> None:
+        """Re-record releases read back from a privacy journal, even beyond the budget.
+
+        A journaled release may have left before a crash: it counts whatever the budget
+        says now, and afterwards ``can_afford`` refuses. Events are added in order, exactly
+        as ``record`` adds them, so replaying a journal reproduces the uninterrupted run's ε.
+
+        Raises:
+            ValueError: If the ledger does not record events of this kind or settings
+                (nothing of that event is recorded; earlier ones stay).
+
+        """
+        for event in events:
+            self._add(self._check(event))
+
+    def _check(self, event: PrivacyEvent) -> EventT:
+        """``event`` if this ledger records it; ValueError naming what it records otherwise."""
+        if not isinstance(event, self.event_types):
+            kinds = ", ".join(cls.__name__ for cls in self.event_types)
+            raise ValueError(
+                f"{type(self).__name__} records {kinds} events here, got {type(event).__name__}"
+            )
+        self._check_settings(event)
+        return cast(EventT, event)
+
+    def _check_settings(self, event: PrivacyEvent) -> None:  # noqa: B027  # optional hook
+        """Raise ValueError if ``event`` was released under settings this ledger cannot compose."""
 
     @abc.abstractmethod
-    def can_afford(self, *args: Any, **kwargs: Any) -> bool:
-        """Whether ``record`` with the same arguments would be accepted."""
+    def _affords(self, event: EventT) -> bool:
+        """Whether the (checked, count > 0) ``event`` fits the budget."""
 
     @abc.abstractmethod
-    def record(self, *args: Any, **kwargs: Any) -> Any:
-        """Record releases; raise ``BudgetExhaustedError`` (recording nothing) over budget."""
+    def _refusal(self, event: EventT) -> str:
+        """Why ``event`` does not fit: the message of the ``BudgetExhaustedError``."""
+
+    @abc.abstractmethod
+    def _add(self, event: EventT) -> float:
+        """Add the (checked) ``event`` whatever the budget; return ε as ``record`` does."""
 
     # ------------------------------------------------------------------ state
 
@@ -129,7 +215,7 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace events and budget with a ``state_dict``; keep ``ledger_id``."""
+        """Replace events and budget with a ``state_dict()``; keep ``ledger_id``."""
 
     # ------------------------------------------------------------------ reporting
 

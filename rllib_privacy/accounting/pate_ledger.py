@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rllib_privacy._validation import check_finite_positive, check_int_in_range
+from rllib_privacy.accounting.events import PATE_AGGREGATORS, PATEQueries, PrivacyEvent
 from rllib_privacy.accounting.gnmax import (
     GNMAX_ORDERS,
     gnmax_data_independent_rdp,
@@ -29,7 +30,6 @@ from rllib_privacy.accounting.pate_moments import (
     data_independent_log_moments,
     moment_orders,
 )
-from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.mechanisms.noisy_max import validate_votes
 
 __all__ = ["AGGREGATORS", "BUDGET_BASES", "PATELedger"]
@@ -38,7 +38,7 @@ __all__ = ["AGGREGATORS", "BUDGET_BASES", "PATELedger"]
 BUDGET_BASES = ("data_independent", "data_dependent")
 #: Vote aggregators a ``PATELedger`` accounts for: Laplacian noisy max (2017,
 #: moments accountant), GNMax and Confident-GNMax (2018, Rényi DP).
-AGGREGATORS = ("lnmax", "gnmax", "confident_gnmax")
+AGGREGATORS = PATE_AGGREGATORS
 
 _FORMAT = "rllib_privacy.PATELedger"
 _VERSION = 2
@@ -76,7 +76,7 @@ def _histogram_key(row: np.ndarray) -> tuple[float | int, ...]:
     return tuple(int(v) if float(v).is_integer() else float(v) for v in row)
 
 
-class PATELedger(Ledger):
+class PATELedger(Ledger[PATEQueries]):
     """Budgeted record of PATE queries; ε recomputed from the recorded votes.
 
     Privacy unit: one record of one teacher's partition (the teachers' training sets are
@@ -305,7 +305,7 @@ class PATELedger(Ledger):
 
     @property
     def releases(self) -> int:
-        """Same as ``num_queries``."""
+        """Number of recorded queries: ``num_queries``, PATE's name for them."""
         return self._num_queries
 
     @property
@@ -416,28 +416,8 @@ class PATELedger(Ledger):
         limit = self._budget + _BUDGET_RTOL * max(1.0, self._budget)
         return int(np.count_nonzero(epsilons <= limit))
 
-    def can_afford(self, votes: Any = None, *, num_queries: int = 1, answered: Any = None) -> bool:
-        """Return whether the next query (or ``num_queries`` queries, or ``votes``) fits.
-
-        Args:
-            votes: Vote histograms of the prospective queries (needed with the
-                data-dependent basis); if given, ``num_queries`` is ignored.
-            num_queries: Number of prospective queries (data-independent basis).
-            answered: Confident-GNMax only: which of ``votes`` passed the threshold.
-
-        Returns:
-            True if ``record`` would accept them all.
-
-        """
-        if votes is not None:
-            rows = np.atleast_2d(validate_votes(votes))
-            return self.affordable(rows, answered=answered) == rows.shape[0]
-        return self.affordable(num_queries=num_queries) == num_queries
-
-    # ------------------------------------------------------------------ recording
-
-    def record(self, votes: Any, *, answered: Any = None) -> None:
-        """Record queries by their vote histograms (all or nothing).
+    def queries(self, votes: Any, *, answered: Any = None) -> PATEQueries:
+        """The event of answering ``votes`` with this ledger's aggregator and noise.
 
         Args:
             votes: Vote histograms, shape ``(m,)`` for one query or ``(N, m)``.
@@ -446,42 +426,59 @@ class PATELedger(Ledger):
 
         Raises:
             ValueError: For bad votes or ``answered``.
-            BudgetExhaustedError: If the queries would exceed the budget or the query cap;
-                nothing is recorded then.
 
         """
         rows = np.atleast_2d(validate_votes(votes))
-        flags = self._check_answered(answered, rows.shape[0])
-        fits = self.affordable(rows, answered=flags if answered is not None else None)
-        if fits < rows.shape[0]:
-            raise BudgetExhaustedError(
-                f"PATE budget exhausted: {self._num_queries} queries answered "
-                f"(epsilon_budget={self._budget!r} on the {self._basis} epsilon, "
-                f"max_queries={self._max_queries!r}); only {fits} of {rows.shape[0]} more fit"
+        flags = None if answered is None else self._check_answered(answered, rows.shape[0])
+        return PATEQueries(
+            votes=tuple(_histogram_key(row) for row in rows),
+            answered=None if flags is None else tuple(bool(f) for f in flags),
+            **self.mechanism(),
+        )
+
+    # ------------------------------------------------------------------ recording
+
+    @property
+    def event_types(self) -> tuple[type[PrivacyEvent], ...]:
+        """``(PATEQueries,)``."""
+        return (PATEQueries,)
+
+    def _check_settings(self, event: PrivacyEvent) -> None:
+        assert isinstance(event, PATEQueries)
+        if event.settings != self.mechanism():
+            # Each query's cost depends on these settings: composing votes answered under
+            # other ones would misstate the spent ε.
+            raise ValueError(
+                f"the queries were answered with {_describe(event.settings)}, but this "
+                f"ledger accounts for {_describe(self.mechanism())}"
             )
-        self._add(rows, flags)
 
-    def replay(self, votes: Any, *, answered: Any = None) -> None:
-        """Re-record queries read back from a privacy journal, even beyond the budget.
+    @staticmethod
+    def _rows(event: PATEQueries) -> tuple[np.ndarray, np.ndarray | None]:
+        rows = np.asarray(event.votes, dtype=np.float64).reshape(event.count, -1)
+        flags = None if event.answered is None else np.asarray(event.answered, dtype=bool)
+        return rows, flags
 
-        The journal holds queries whose labels may have left the labeler before a crash: they
-        count whatever the budget says now, and afterwards nothing more is affordable (as
-        with ``load_state_dict``). Recording order is kept, so ε matches the
-        uninterrupted run.
+    def _affords(self, event: PATEQueries) -> bool:
+        rows, flags = self._rows(event)
+        return self.affordable(rows, answered=flags) == event.count
 
-        Args:
-            votes: Vote histograms, shape ``(m,)`` or ``(N, m)``.
-            answered: As for ``record``.
+    def _refusal(self, event: PATEQueries) -> str:
+        rows, flags = self._rows(event)
+        fits = self.affordable(rows, answered=flags)
+        return (
+            f"PATE budget exhausted: {self._num_queries} queries answered "
+            f"(epsilon_budget={self._budget!r} on the {self._basis} epsilon, "
+            f"max_queries={self._max_queries!r}); only {fits} of {event.count} more fit"
+        )
 
-        Raises:
-            ValueError: For bad votes.
+    def _add(self, event: PATEQueries) -> float:
+        rows, flags = self._rows(event)
+        if event.count:
+            self._add_rows(rows, np.ones(event.count, dtype=bool) if flags is None else flags)
+        return self.spent[0]
 
-        """
-        rows = np.atleast_2d(validate_votes(votes))
-        if rows.shape[0]:
-            self._add(rows, self._check_answered(answered, rows.shape[0]))
-
-    def _add(self, rows: np.ndarray, answered: np.ndarray) -> None:
+    def _add_rows(self, rows: np.ndarray, answered: np.ndarray) -> None:
         costs = self._event_costs(rows, answered)
         for row, flag, row_costs in zip(rows, answered, costs, strict=True):
             key = (bool(flag), _histogram_key(row))
@@ -650,3 +647,7 @@ class PATELedger(Ledger):
             f"epsilon_data_independent={self.epsilon_data_independent!r}, "
             f"epsilon_budget={self._budget!r}, budget_basis={self._basis!r})"
         )
+
+
+def _describe(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in settings.items())

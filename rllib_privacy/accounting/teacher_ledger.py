@@ -2,23 +2,24 @@
 
 docs/privacy-journal.md: the teacher owns its budget and every answered state is one release of the
 Dirichlet mechanism at the current concentration k, with the (ε, δ) of Theorem 1
-(``rllib_privacy.accounting.dirichlet_privacy``). The ledger records events
-``(k, epsilon, delta, count)`` (``count`` states answered at that (ε, δ); consecutive events
-with the same (k, ε, δ) are merged, so a run has about one event per rollout) and always
-recomputes the spent (ε, δ) from them.
+([dirichlet_privacy][rllib_privacy.accounting.dirichlet.dirichlet_privacy]). The ledger
+records one event per batch of answered states and always recomputes the spent (ε, δ)
+from them, through the accountant its composition names
+([accountants][rllib_privacy.accounting.accountants]).
 
 Composition:
 
-* ``"rdp"``: Rényi DP (docs/components/kickstarting.md#privacy-accounting). Each release is
-  recorded with its k and its mechanism (η, radius = (1 − mη)·L·b, m); the ledger keeps a
-  count per distinct (k, η, radius, m), the RDP curve is Σ count·ε_RDP(a) at every order a
-  (``rllib_privacy.accounting.dirichlet_renyi.dirichlet_rdp``, cached per distinct
-  release) and the spent pair is (``rdp_to_epsilon``
-  of that curve at δ_target, δ_target) with δ_target = ``delta_budget``. The per-release
-  (ε, δ) of Theorem 1 play no part (no per-release δ, no ln(1/τ) term).
-* ``"basic"``: (Σ count·ε_i, Σ count·δ_i) (Dwork & Roth, Thm 3.16).
-* ``"advanced"``: the heterogeneous bound of Kairouz, Oh & Viswanath (2015, Thm 3.5), with a
-  slack δ' (``advanced_delta_slack``): ε = min{Σε_i, Σε_i·tanh(ε_i/2) +
+* ``"rdp"``: Rényi DP (docs/components/kickstarting.md#privacy-accounting). Each batch is a
+  [DirichletAnswer][rllib_privacy.accounting.events.DirichletAnswer] (k, η,
+  radius = (1 − mη)·L·b, m, count); the RDP curve is Σ count·ε_RDP(a) at every order a and
+  the spent pair is (ε of that curve at δ_target, δ_target) with δ_target =
+  ``delta_budget``. The per-release (ε, δ) of Theorem 1 play no part (no per-release δ, no
+  ln(1/τ) term).
+* ``"basic"``: each batch is an
+  [EpsilonDeltaRelease][rllib_privacy.accounting.events.EpsilonDeltaRelease] carrying
+  Theorem 1's per-release pair; (Σ count·ε_i, Σ count·δ_i) (Dwork & Roth, Thm 3.16).
+* ``"advanced"``: the same events; the heterogeneous bound of Kairouz, Oh & Viswanath
+  (2015, Thm 3.5), with a slack δ' (``advanced_delta_slack``): ε = min{Σε_i, Σε_i·tanh(ε_i/2) +
   sqrt(2·Σε_i²·ln(e + sqrt(Σε_i²)/δ')), Σε_i·tanh(ε_i/2) + sqrt(2·Σε_i²·ln(1/δ'))} at
   δ = 1 − (1 − δ')·Π(1 − δ_i) (note ε(e^ε − 1)/(e^ε + 1) = ε·tanh(ε/2)). Both this pair and
   the basic pair are valid guarantees, so the ledger reports whichever has the smaller ε
@@ -30,84 +31,48 @@ answered states: δ budgets are only meaningful with a much smaller per-release 
 
 from __future__ import annotations
 
-import functools
 import math
-import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from rllib_privacy._validation import check_finite_positive, check_int_in_range
 from rllib_privacy.accounting._state import check_state_header
-from rllib_privacy.accounting.dirichlet import _check_nonnegative
-from rllib_privacy.accounting.dirichlet_renyi import (
-    DEFAULT_ORDERS,
-    _check_orders,
-    dirichlet_rdp,
-    rdp_to_epsilon,
+from rllib_privacy.accounting.accountants import (
+    DEFAULT_DELTA_SLACK,
+    Accountant,
+    RDPAccountant,
+    create_accountant,
+)
+from rllib_privacy.accounting.accountants.advanced import check_delta_slack
+from rllib_privacy.accounting.dirichlet_renyi import DEFAULT_ORDERS, _check_orders
+from rllib_privacy.accounting.events import (
+    DirichletAnswer,
+    EpsilonDeltaRelease,
+    PrivacyEvent,
+    check_probability,
+    event_to_dict,
 )
 from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
 from rllib_privacy.accounting.ledger import Ledger
-from rllib_privacy.errors import BudgetExhaustedError
 
-__all__ = ["COMPOSITIONS", "TeacherLedger", "compose_advanced", "compose_basic"]
+__all__ = ["COMPOSITIONS", "TeacherEvent", "TeacherLedger"]
 
 COMPOSITIONS = ("rdp", "basic", "advanced")
+#: The events a teacher ledger records: which one depends on its composition.
+TeacherEvent = DirichletAnswer | EpsilonDeltaRelease
+
 _FORMAT = "rllib_privacy.TeacherLedger"
-_VERSION = 2
-_STATE_KEYS_V1 = frozenset(
-    {
-        "format",
-        "version",
-        "epsilon_budget",
-        "delta_budget",
-        "composition",
-        "advanced_delta_slack",
-        "events",
-    }
+_VERSION = 3
+_SETTINGS_KEYS = frozenset(
+    {"format", "version", "epsilon_budget", "delta_budget", "composition", "advanced_delta_slack"}
 )
-_STATE_KEYS = _STATE_KEYS_V1 | {"orders", "rdp_releases"}
-_DEFAULT_SLACK = 1e-6
-
-Event = tuple[float, float, float, int]  # (k, epsilon, delta, count)
-#: The mechanism of one RDP release: (k, eta, radius, num_actions).
-RDPRelease = tuple[float, float, float, int]
-
-
-# Cached because every can_afford/spent query needs each curve again, and the m > 2 bound
-# costs ~0.5 s per distinct k (a run has about one distinct k per rollout).
-@functools.lru_cache(maxsize=1024)
-def _release_curve(
-    orders: tuple[float, ...], k: float, eta: float, radius: float, num_actions: int
-) -> np.ndarray:
-    """The RDP curve of one Dirichlet release (read-only array, one entry per order)."""
-    curve = dirichlet_rdp(orders, k=k, eta=eta, radius=radius, num_actions=num_actions)
-    curve.setflags(write=False)
-    return curve
-
-
-def _check_unit(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
-    """Check a probability-like number in [0, 1] (ends optionally open), naming the argument."""
-    low, high = ("(" if open_low else "["), (")" if open_high else "]")
-    allowed = f"a number in {low}0, 1{high}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    value = float(value)
-    too_low = value <= 0.0 if open_low else value < 0.0
-    too_high = value >= 1.0 if open_high else value > 1.0
-    if too_low or too_high:
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return value
-
-
-def _check_epsilon(name: str, value: Any) -> float:
-    """ε of a release: a number >= 0, ``math.inf`` allowed (a non-private release)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{name} must be a number >= 0 (math.inf allowed), got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be a number >= 0 (math.inf allowed), got {value!r}")
-    return float(value)
+_STATE_KEYS = {
+    1: _SETTINGS_KEYS | {"events"},
+    2: _SETTINGS_KEYS | {"events", "orders", "rdp_releases"},
+    3: _SETTINGS_KEYS | {"orders", "accountant"},
+}
 
 
 def _decode_number(name: str, value: Any) -> Any:
@@ -119,67 +84,43 @@ def _decode_number(name: str, value: Any) -> Any:
     return value
 
 
-def compose_basic(events: Iterable[tuple[float, float, int]]) -> tuple[float, float]:
-    """Basic composition of ``(epsilon, delta, count)`` releases: (Σ count·ε, Σ count·δ).
+def _legacy_history(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The accountant history of a version 1 or 2 state (rows of numbers, before events).
 
-    Args:
-        events: Iterable of ``(epsilon, delta, count)``.
-
-    Returns:
-        ``(epsilon, delta)`` (δ is not capped at 1).
-
+    Their basic/advanced rows ``[k, epsilon, delta, count]`` become (ε, δ) releases: k took
+    no part in that composition. Their RDP rows ``[k, eta, radius, num_actions, count]``
+    become Dirichlet answers.
     """
-    # Skip empty events: 0·inf would be NaN.
-    events = [event for event in events if event[2]]
-    epsilon = math.fsum(count * eps for eps, _, count in events)
-    delta = math.fsum(count * dlt for _, dlt, count in events)
-    return epsilon, delta
-
-
-def compose_advanced(
-    events: Iterable[tuple[float, float, int]], *, delta_slack: float
-) -> tuple[float, float]:
-    """Heterogeneous advanced composition (Kairouz, Oh & Viswanath 2015, Theorem 3.5).
-
-    ε = min{Σε_i, A + sqrt(2S·ln(e + sqrt(S)/δ')), A + sqrt(2S·ln(1/δ'))} with
-    A = Σ ε_i·tanh(ε_i/2) = Σ ε_i(e^{ε_i} − 1)/(e^{ε_i} + 1) and S = Σ ε_i², at
-    δ = 1 − (1 − δ')·Π(1 − δ_i), every sum and product over all releases (an event with
-    ``count`` c contributes c times).
-
-    Args:
-        events: Iterable of ``(epsilon, delta, count)``.
-        delta_slack: δ' in (0, 1).
-
-    Returns:
-        ``(epsilon, delta)``.
-
-    Raises:
-        ValueError: If ``delta_slack`` is not in (0, 1).
-
-    """
-    delta_slack = _check_unit("delta_slack", delta_slack, open_low=True, open_high=True)
-    events = [event for event in events if event[2]]
-    basic_epsilon = math.fsum(count * eps for eps, _, count in events)
-    if math.isinf(basic_epsilon):
-        epsilon = math.inf
-    else:
-        drift = math.fsum(count * eps * math.tanh(eps / 2.0) for eps, _, count in events)
-        squares = math.fsum(count * eps * eps for eps, _, count in events)
-        bound_2 = drift + math.sqrt(
-            2.0 * squares * math.log(math.e + math.sqrt(squares) / delta_slack)
+    history: list[dict[str, Any]] = []
+    raw_events = state["events"]
+    if not isinstance(raw_events, list):
+        raise ValueError(f"state['events'] must be a list, got {type(raw_events).__name__}")
+    for position, raw in enumerate(raw_events):
+        where = f"state['events'][{position}]"
+        if not isinstance(raw, list | tuple) or len(raw) != 4:
+            raise ValueError(f"{where} must be [k, epsilon, delta, count]")
+        check_finite_positive(f"{where} k", _decode_number(f"{where} k", raw[0]), allow_inf=True)
+        release = EpsilonDeltaRelease(
+            epsilon=_decode_number(f"{where} epsilon", raw[1]),
+            delta=raw[2],
+            count=check_int_in_range(f"{where} count", raw[3], low=1),
         )
-        bound_3 = drift + math.sqrt(2.0 * squares * math.log(1.0 / delta_slack))
-        epsilon = min(basic_epsilon, bound_2, bound_3)
-    if any(dlt >= 1.0 for _, dlt, _ in events):
-        return epsilon, 1.0
-    # 1 − (1 − δ')Π(1 − δ_i)^c in log space: exact for thousands of tiny δ_i.
-    log_kept = math.log1p(-delta_slack) + math.fsum(
-        count * math.log1p(-dlt) for _, dlt, count in events
-    )
-    return epsilon, -math.expm1(log_kept)
+        history.append(event_to_dict(release))
+    raw_rdp = state.get("rdp_releases", [])
+    if not isinstance(raw_rdp, list):
+        raise ValueError(f"state['rdp_releases'] must be a list, got {type(raw_rdp).__name__}")
+    for position, raw in enumerate(raw_rdp):
+        where = f"state['rdp_releases'][{position}]"
+        if not isinstance(raw, list | tuple) or len(raw) != 5:
+            raise ValueError(f"{where} must be [k, eta, radius, num_actions, count]")
+        k, eta, radius, num_actions, count = raw
+        count = check_int_in_range(f"{where} count", count, low=1)
+        answer = DirichletAnswer(k=k, eta=eta, radius=radius, num_actions=num_actions, count=count)
+        history.append(event_to_dict(answer))
+    return history
 
 
-class TeacherLedger(Ledger):
+class TeacherLedger(Ledger[TeacherEvent]):
     """Composed (ε, δ) of a teacher's Dirichlet releases, refusing releases beyond its budget.
 
     Privacy unit: one teacher answer under observation adjacency b (two observations within
@@ -191,14 +132,15 @@ class TeacherLedger(Ledger):
         delta_budget: The most δ it may spend, in [0, 1] (default 1.0: no δ limit beyond
             the meaningful range). Under ``"rdp"`` it is δ_target, the δ at which the RDP
             curve is converted to ε, and must be in (0, 1).
-        composition: ``"rdp"``, ``"basic"`` or ``"advanced"`` (see the module docstring).
-            ``"rdp"`` releases must carry their mechanism (``eta``, ``radius``,
-            ``num_actions``) besides ``k``.
+        composition: ``"rdp"``, ``"basic"`` or ``"advanced"`` (see the module docstring):
+            the name of the accountant. ``"rdp"`` records
+            [DirichletAnswer][rllib_privacy.accounting.events.DirichletAnswer] events, the
+            others [EpsilonDeltaRelease][rllib_privacy.accounting.events.EpsilonDeltaRelease].
         advanced_delta_slack: δ' of advanced composition, in (0, 1); it counts towards
             ``delta_budget``. Ignored for ``"basic"`` and ``"rdp"``.
         orders: Rényi orders of the ``"rdp"`` curve (default
-            ``DEFAULT_ORDERS``).
-        ledger_id: Identity (see ``Ledger``); None
+            [DEFAULT_ORDERS][rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS]).
+        ledger_id: Identity (see [Ledger][rllib_privacy.accounting.ledger.Ledger]); None
             draws a fresh one.
 
     Raises:
@@ -206,9 +148,9 @@ class TeacherLedger(Ledger):
 
     Example:
         >>> ledger = TeacherLedger(epsilon_budget=10.0)
-        >>> ledger.record(k=5.0, epsilon=4.0, delta=1e-3, count=2)
+        >>> ledger.record(EpsilonDeltaRelease(epsilon=4.0, delta=1e-3, count=2))
         8.0
-        >>> ledger.can_afford(epsilon=4.0, delta=1e-3, count=1)
+        >>> ledger.can_afford(EpsilonDeltaRelease(epsilon=4.0, delta=1e-3))
         False
 
     """
@@ -224,7 +166,7 @@ class TeacherLedger(Ledger):
         epsilon_budget: float,
         delta_budget: float = 1.0,
         composition: str = "basic",
-        advanced_delta_slack: float = _DEFAULT_SLACK,
+        advanced_delta_slack: float = DEFAULT_DELTA_SLACK,
         orders: Sequence[float] | None = None,
         ledger_id: str | None = None,
     ) -> None:
@@ -232,7 +174,7 @@ class TeacherLedger(Ledger):
         self._epsilon_budget = check_finite_positive(
             "epsilon_budget", epsilon_budget, allow_inf=True
         )
-        self._delta_budget = _check_unit("delta_budget", delta_budget)
+        self._delta_budget = check_probability("delta_budget", delta_budget)
         if composition not in COMPOSITIONS:
             raise ValueError(
                 f"composition must be one of {list(COMPOSITIONS)}, got {composition!r}"
@@ -243,49 +185,38 @@ class TeacherLedger(Ledger):
                 f"curve is converted at), got {delta_budget!r}"
             )
         self._composition = composition
-        self._slack = _check_unit(
-            "advanced_delta_slack", advanced_delta_slack, open_low=True, open_high=True
-        )
-        self._orders = tuple(
+        try:
+            self._slack: float = check_delta_slack(advanced_delta_slack)
+        except ValueError:
+            raise ValueError(
+                f"advanced_delta_slack must be a number in (0, 1), got {advanced_delta_slack!r}"
+            ) from None
+        self._orders: tuple[float, ...] = tuple(
             float(a) for a in _check_orders(DEFAULT_ORDERS if orders is None else orders)
         )
-        self._events: list[list[float | int]] = []  # [k, epsilon, delta, count]
-        # "rdp": releases per distinct mechanism, in order of first use.
-        self._rdp_counts: dict[RDPRelease, int] = {}
+        self._accountant: Accountant = self._new_accountant()
+
+    def _new_accountant(self) -> Accountant:
+        if self._composition == "rdp":
+            return create_accountant("rdp", delta=self._delta_budget, orders=self._orders)
+        if self._composition == "advanced":
+            return create_accountant("advanced", delta_slack=self._slack)
+        return create_accountant("basic")
 
     # ------------------------------------------------------------------ composition
 
-    def _compose(self, events: list[tuple[float, float, int]]) -> tuple[float, float]:
-        basic = compose_basic(events)
-        if self._composition == "basic":
-            return basic
-        candidates = [basic, compose_advanced(events, delta_slack=self._slack)]
+    def _pair(self, pending: Sequence[PrivacyEvent] = ()) -> tuple[float, float]:
+        """The reported (ε, δ) of the history plus ``pending``."""
+        candidates = self._accountant.guarantees(pending)
         affordable = [pair for pair in candidates if self._fits(pair)]
-        # Both pairs are valid guarantees: report the tighter ε among those within budget.
+        # Every candidate is a valid guarantee: report the tightest ε among those in budget.
         return min(affordable or candidates)
-
-    def _rdp_spent(self, counts: dict[RDPRelease, int]) -> tuple[float, float]:
-        if not any(counts.values()):
-            return 0.0, 0.0
-        curve = np.zeros(len(self._orders))
-        for (k, eta, radius, m), count in counts.items():
-            curve += count * _release_curve(self._orders, k, eta, radius, m)
-        return rdp_to_epsilon(self._orders, curve, self._delta_budget), self._delta_budget
-
-    def _rdp_with(self, release: RDPRelease | None, count: int) -> dict[RDPRelease, int]:
-        counts = dict(self._rdp_counts)
-        if release is not None and count:
-            counts[release] = counts.get(release, 0) + count
-        return counts
 
     def _fits(self, pair: tuple[float, float]) -> bool:
         epsilon, delta = pair
         return _within_budget(epsilon, self._epsilon_budget) and _within_budget(
             delta, self._delta_budget
         )
-
-    def _triples(self) -> list[tuple[float, float, int]]:
-        return [(eps, dlt, count) for _, eps, dlt, count in self._events]
 
     # ------------------------------------------------------------------ queries
 
@@ -301,8 +232,18 @@ class TeacherLedger(Ledger):
 
     @property
     def composition(self) -> str:
-        """``"rdp"``, ``"basic"`` or ``"advanced"``."""
+        """``"rdp"``, ``"basic"`` or ``"advanced"``: the accountant's name."""
         return self._composition
+
+    @property
+    def accountant(self) -> Accountant:
+        """The accountant composing the recorded events."""
+        return self._accountant
+
+    @property
+    def event_types(self) -> tuple[type[PrivacyEvent], ...]:
+        """``(DirichletAnswer,)`` under ``"rdp"``, else ``(EpsilonDeltaRelease,)``."""
+        return self._accountant.event_types
 
     @property
     def orders(self) -> tuple[float, ...]:
@@ -310,16 +251,15 @@ class TeacherLedger(Ledger):
         return self._orders
 
     @property
-    def rdp_releases(self) -> tuple[tuple[float, float, float, int, int], ...]:
-        """``"rdp"`` releases ``(k, eta, radius, num_actions, count)``, by first use."""
-        return tuple((*release, count) for release, count in self._rdp_counts.items())
+    def history(self) -> tuple[PrivacyEvent, ...]:
+        """The recorded events, oldest first (repeated releases merged into one count)."""
+        return self._accountant.history
 
     def rdp_curve(self) -> np.ndarray:
         """The composed RDP ε at each of ``orders`` (zeros without ``"rdp"`` releases)."""
-        curve = np.zeros(len(self._orders))
-        for (k, eta, radius, m), count in self._rdp_counts.items():
-            curve += count * _release_curve(self._orders, k, eta, radius, m)
-        return curve
+        if isinstance(self._accountant, RDPAccountant):
+            return self._accountant.curve()
+        return np.zeros(len(self._orders))
 
     @property
     def advanced_delta_slack(self) -> float:
@@ -337,11 +277,9 @@ class TeacherLedger(Ledger):
 
         Under ``"rdp"``: (ε at δ_target, δ_target), δ_target being ``delta_budget``.
         """
-        if self._composition == "rdp":
-            return self._rdp_spent(self._rdp_counts)
-        if not self._events:
+        if not self._accountant.releases:
             return 0.0, 0.0
-        return self._compose(self._triples())
+        return self._pair()
 
     @property
     def epsilon_spent(self) -> float:
@@ -354,221 +292,31 @@ class TeacherLedger(Ledger):
         return self.spent[1]
 
     @property
-    def remaining_epsilon(self) -> float:
-        """``max(0, epsilon_budget − epsilon_spent)``."""
-        return max(0.0, self._epsilon_budget - self.epsilon_spent)
-
-    @property
-    def remaining_delta(self) -> float:
-        """``max(0, delta_budget − delta_spent)``."""
-        return max(0.0, self._delta_budget - self.delta_spent)
-
-    @property
-    def num_releases(self) -> int:
-        """Number of answered states (releases) recorded."""
-        return sum(int(event[3]) for event in self._events) + sum(self._rdp_counts.values())
-
-    @property
     def releases(self) -> int:
-        """Same as ``num_releases``."""
-        return self.num_releases
-
-    @property
-    def events(self) -> tuple[Event, ...]:
-        """The recorded events ``(k, epsilon, delta, count)``, oldest first (not ``"rdp"``)."""
-        return tuple(
-            (float(k), float(eps), float(dlt), int(count)) for k, eps, dlt, count in self._events
-        )
-
-    @property
-    def last_k(self) -> float | None:
-        """The concentration k of the most recent release (None if nothing was recorded)."""
-        if self._composition == "rdp":
-            # Counts are kept per mechanism: the newest distinct k (k only decays in a run).
-            return next(reversed(self._rdp_counts))[0] if self._rdp_counts else None
-        return float(self._events[-1][0]) if self._events else None
-
-    @staticmethod
-    def _check_release(k: Any, epsilon: Any, delta: Any, count: Any) -> Event:
-        return (
-            check_finite_positive("k", k, allow_inf=True),
-            _check_epsilon("epsilon", epsilon),
-            _check_unit("delta", delta),
-            check_int_in_range("count", count, low=0),
-        )
-
-    def _check_mechanism(self, k: Any, eta: Any, radius: Any, num_actions: Any) -> RDPRelease:
-        missing = [
-            name
-            for name, value in (("eta", eta), ("radius", radius), ("num_actions", num_actions))
-            if value is None
-        ]
-        if missing:
-            raise ValueError(
-                f"rdp composition needs each release's mechanism: pass {', '.join(missing)}"
-            )
-        release = (
-            check_finite_positive("k", k),
-            check_finite_positive("eta", eta),
-            _check_nonnegative("radius", radius),
-            check_int_in_range("num_actions", num_actions, low=2),
-        )
-        # Validates η < 1/m and the rest once, and warms the cache.
-        _release_curve(self._orders, *release)
-        return release
-
-    def _check_args(
-        self,
-        *,
-        count: Any,
-        k: Any = None,
-        epsilon: Any = None,
-        delta: Any = None,
-        eta: Any = None,
-        radius: Any = None,
-        num_actions: Any = None,
-    ) -> tuple[Event, RDPRelease | None]:
-        """Validate a release; what a composition does not use may be None."""
-        count = check_int_in_range("count", count, low=0)
-        if self._composition == "rdp":
-            release = self._check_mechanism(k, eta, radius, num_actions)
-            event = (release[0], math.nan, math.nan, count)
-            return event, release
-        for name, value in (("epsilon", epsilon), ("delta", delta)):
-            if value is None:
-                raise ValueError(f"{self._composition} composition needs each release's {name}")
-        return self._check_release(1.0 if k is None else k, epsilon, delta, count), None
-
-    def can_afford(self, **release: Any) -> bool:
-        """Whether more releases would keep the totals within the budgets.
-
-        ``"basic"``/``"advanced"`` use the per-release (ε, δ); ``"rdp"`` uses the mechanism
-        (k, η, radius, m) and compares ε of the curve after the releases, at δ_target, with
-        the ε budget.
-
-        Args:
-            **release: The keyword arguments of ``record``: ``count``, and ``epsilon``
-                and ``delta`` (``"basic"``/``"advanced"``; ``k`` optional) or ``k``,
-                ``eta``, ``radius`` and ``num_actions`` (``"rdp"``).
-
-        Returns:
-            True if ``record`` would accept them.
-
-        Raises:
-            ValueError: If an argument is out of range or one the composition needs is
-                missing.
-
-        """
-        (_, epsilon, delta, count), mechanism = self._check_args(**release)
-        if count == 0:
-            return True
-        return self._fits(self._after(mechanism, epsilon, delta, count))
-
-    def _after(
-        self, release: RDPRelease | None, epsilon: float, delta: float, count: int
-    ) -> tuple[float, float]:
-        if release is not None:
-            return self._rdp_spent(self._rdp_with(release, count))
-        return self._compose([*self._triples(), (epsilon, delta, count)])
+        """Number of answered states (releases) recorded."""
+        return self._accountant.releases
 
     # ------------------------------------------------------------------ recording
 
-    def record(
-        self,
-        *,
-        k: float,
-        count: int,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        eta: float | None = None,
-        radius: float | None = None,
-        num_actions: int | None = None,
-    ) -> float:
-        """Record ``count`` releases at concentration k.
+    def _check_settings(self, event: PrivacyEvent) -> None:
+        self._accountant.check(event)
 
-        Args:
-            k: The concentration k used, a number > 0 (``math.inf``: no noise; not with
-                ``"rdp"``).
-            count: Number of answered states, an int >= 0 (0 records nothing).
-            epsilon: ε of each release, a number >= 0 (``math.inf`` allowed); needed by
-                ``"basic"``/``"advanced"``.
-            delta: δ of each release, in [0, 1]; needed by ``"basic"``/``"advanced"``.
-            eta: Restriction η in (0, 1/m); needed by ``"rdp"``.
-            radius: L2 distance allowed between adjacent restricted policies,
-                (1 − mη)·L·b; needed by ``"rdp"``.
-            num_actions: m, an int >= 2; needed by ``"rdp"``.
+    def _affords(self, event: TeacherEvent) -> bool:
+        return self._fits(self._pair([event]))
 
-        Returns:
-            The composed ε after recording.
-
-        Raises:
-            ValueError: If an argument is out of range (the message names it).
-            BudgetExhaustedError: If the releases would take ε or δ over its budget;
-                nothing is recorded then.
-
-        """
-        (k, epsilon, delta, count), release = self._check_args(
-            count=count,
-            k=k,
-            epsilon=epsilon,
-            delta=delta,
-            eta=eta,
-            radius=radius,
-            num_actions=num_actions,
+    def _refusal(self, event: TeacherEvent) -> str:
+        spent_eps, spent_delta = self.spent
+        after_eps, after_delta = self._pair([event])
+        return (
+            f"teacher has spent (epsilon={spent_eps!r}, delta={spent_delta!r}) of its budget "
+            f"(epsilon={self._epsilon_budget!r}, delta={self._delta_budget!r}); {event!r} would "
+            f"reach (epsilon={after_eps!r}, delta={after_delta!r}) under {self._composition} "
+            "composition"
         )
-        if count == 0:
-            return self.epsilon_spent
-        after = self._after(release, epsilon, delta, count)
-        if not self._fits(after):
-            spent_eps, spent_delta = self.spent
-            what = (
-                f"with mechanism (k, eta, radius, num_actions)={release!r}"
-                if release is not None
-                else f"at (epsilon={epsilon!r}, delta={delta!r})"
-            )
-            raise BudgetExhaustedError(
-                f"teacher has spent (epsilon={spent_eps!r}, delta={spent_delta!r}) of its budget "
-                f"(epsilon={self._epsilon_budget!r}, delta={self._delta_budget!r}); {count} more "
-                f"releases {what} would reach "
-                f"(epsilon={after[0]!r}, delta={after[1]!r}) under {self._composition} composition"
-            )
-        self._append(k, epsilon, delta, count, release)
-        return after[0]
 
-    def replay(self, **release: Any) -> None:
-        """Re-record releases read back from a privacy journal, even beyond the budget.
-
-        The journal holds releases that may have left the teacher before a crash: they count
-        whatever the budget says now (e.g. a smaller budget on resume), and afterwards
-        ``can_afford`` refuses. Events merge exactly as in ``record``, so replaying a
-        journal reproduces the ledger of the uninterrupted run.
-
-        Args:
-            **release: The keyword arguments of ``record`` (``k``, ``count`` and what
-                the composition needs).
-
-        Raises:
-            ValueError: If an argument is out of range (the message names it).
-
-        """
-        (k, epsilon, delta, count), mechanism = self._check_args(**release)
-        if count:
-            self._append(k, epsilon, delta, count, mechanism)
-
-    def _append(
-        self, k: float, epsilon: float, delta: float, count: int, release: RDPRelease | None
-    ) -> None:
-        if release is not None:
-            self._rdp_counts[release] = self._rdp_counts.get(release, 0) + count
-        else:
-            self._append_event(k, epsilon, delta, count)
-
-    def _append_event(self, k: float, epsilon: float, delta: float, count: int) -> None:
-        last = self._events[-1] if self._events else None
-        if last is not None and (last[0], last[1], last[2]) == (k, epsilon, delta):
-            last[3] = int(last[3]) + count
-        else:
-            self._events.append([k, epsilon, delta, count])
+    def _add(self, event: TeacherEvent) -> float:
+        self._accountant.step(event)
+        return self.epsilon_spent
 
     # ------------------------------------------------------------------ state
 
@@ -577,14 +325,13 @@ class TeacherLedger(Ledger):
 
         Format::
 
-            {"format": "rllib_privacy.TeacherLedger", "version": 2,
+            {"format": "rllib_privacy.TeacherLedger", "version": 3,
              "epsilon_budget": float | "inf", "delta_budget": float,
              "composition": "rdp" | "basic" | "advanced", "advanced_delta_slack": float,
-             "events": [[k, epsilon, delta, count], ...],   # k, epsilon: float | "inf"
              "orders": [float, ...],
-             "rdp_releases": [[k, eta, radius, num_actions, count], ...]}
+             "accountant": {"name": composition, "history": [event dict, ...]}}
 
-        Version 1 (before ``"rdp"``) had no ``orders`` and ``rdp_releases``; it still loads.
+        Versions 1 and 2 (rows of numbers instead of events) still load.
 
         """
         return {
@@ -594,12 +341,8 @@ class TeacherLedger(Ledger):
             "delta_budget": self._delta_budget,
             "composition": self._composition,
             "advanced_delta_slack": self._slack,
-            "events": [
-                [_encode_epsilon(float(k)), _encode_epsilon(float(eps)), float(dlt), int(count)]
-                for k, eps, dlt, count in self._events
-            ],
             "orders": list(self._orders),
-            "rdp_releases": [list(release) for release in self.rdp_releases],
+            "accountant": self._accountant.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -610,18 +353,20 @@ class TeacherLedger(Ledger):
         then. ``ledger_id`` is kept.
 
         Args:
-            state: A dict produced by ``state_dict`` (possibly through JSON).
+            state: A dict produced by ``state_dict`` (possibly through JSON), of this
+                version or an earlier one.
 
         Raises:
-            ValueError: If ``state`` is not in that format.
+            ValueError: If ``state`` is not in such a format.
 
         """
-        old = isinstance(state, dict) and state.get("version") == 1
+        version = state.get("version") if isinstance(state, dict) else None
+        version = version if version in _STATE_KEYS else _VERSION
         check_state_header(
             state,
-            keys=_STATE_KEYS_V1 if old else _STATE_KEYS,
+            keys=_STATE_KEYS[version],
             format_name=_FORMAT,
-            version=1 if old else _VERSION,
+            version=version,
             owner="TeacherLedger",
         )
         restored = TeacherLedger(
@@ -629,49 +374,16 @@ class TeacherLedger(Ledger):
             delta_budget=state["delta_budget"],
             composition=state["composition"],
             advanced_delta_slack=state["advanced_delta_slack"],
-            orders=None if old else state["orders"],
+            orders=state.get("orders"),
         )
-        raw_events = state["events"]
-        if not isinstance(raw_events, list):
-            raise ValueError(f"state['events'] must be a list, got {type(raw_events).__name__}")
-        events: list[list[float | int]] = []
-        for position, raw in enumerate(raw_events):
-            where = f"state['events'][{position}]"
-            if not isinstance(raw, list | tuple) or len(raw) != 4:
-                raise ValueError(f"{where} must be [k, epsilon, delta, count]")
-            k, epsilon, delta, count = self._check_release(
-                _decode_number(f"{where} k", raw[0]),
-                _decode_number(f"{where} epsilon", raw[1]),
-                raw[2],
-                raw[3],
-            )
-            if count == 0:
-                raise ValueError(f"{where} count must be >= 1, got 0")
-            events.append([k, epsilon, delta, count])
-        raw_rdp = [] if old else state["rdp_releases"]
-        if not isinstance(raw_rdp, list):
-            raise ValueError(f"state['rdp_releases'] must be a list, got {type(raw_rdp).__name__}")
-        if raw_rdp and restored._composition != "rdp":
-            raise ValueError(
-                f"state['rdp_releases'] must be empty under {restored._composition} composition"
-            )
-        rdp_counts: dict[RDPRelease, int] = {}
-        for position, raw in enumerate(raw_rdp):
-            where = f"state['rdp_releases'][{position}]"
-            if not isinstance(raw, list | tuple) or len(raw) != 5:
-                raise ValueError(f"{where} must be [k, eta, radius, num_actions, count]")
-            release = restored._check_mechanism(*raw[:4])
-            count = check_int_in_range(f"{where} count", raw[4], low=1)
-            if release in rdp_counts:
-                raise ValueError(f"{where} repeats the mechanism {release!r}")
-            rdp_counts[release] = count
-        if events and restored._composition == "rdp":
-            raise ValueError("state['events'] must be empty under rdp composition")
+        if version == _VERSION:
+            accountant_state = state["accountant"]
+        else:
+            accountant_state = {"name": restored.composition, "history": _legacy_history(state)}
         # Releases beyond the budget (replayed from a journal) load as they are: the spend
         # happened, and refusing it would make the checkpoint unrestorable. Nothing more is
         # affordable then.
-        restored._events = events
-        restored._rdp_counts = rdp_counts
+        restored._accountant.load_state_dict(accountant_state)
         restored._ledger_id = self._ledger_id  # identity stays with this ledger's journal
         self.__dict__.update(restored.__dict__)
 
@@ -694,5 +406,5 @@ class TeacherLedger(Ledger):
         return (
             f"TeacherLedger(epsilon_budget={self._epsilon_budget!r}, "
             f"delta_budget={self._delta_budget!r}, composition={self._composition!r}, "
-            f"releases={self.num_releases}, epsilon_spent={epsilon!r}, delta_spent={delta!r})"
+            f"releases={self.releases}, epsilon_spent={epsilon!r}, delta_spent={delta!r})"
         )

@@ -39,7 +39,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import ModuleID, ParamDict
 
-from rllib_privacy.accounting import LDPLedger
+from rllib_privacy.accounting import LDPLedger, LDPReport
 from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 from rllib_privacy.mechanisms import GradientMechanism, os_entropy_generator
 from rllib_privacy.utils import metrics as keys
@@ -171,7 +171,13 @@ class LDPGradientPrivatizerMixin:
             size = grads[ref].numel()
             out[ref] = noisy[offset : offset + size].view_as(grads[ref])
             offset += size
-        ledger.record(LEARNER_AGENT_ID, mechanism.epsilon_per_release, mechanism.name)
+        ledger.record(
+            LDPReport(
+                agent_id=LEARNER_AGENT_ID,
+                epsilon=mechanism.epsilon_per_release,
+                mechanism=mechanism.name,
+            )
+        )
         metrics = self.metrics  # type: ignore[attr-defined]
         metrics.log_value(
             (module_id, *keys.LDP_NOISE_SCALE.split("/")),

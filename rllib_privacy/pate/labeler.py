@@ -15,7 +15,7 @@ both spend the last query.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ import gymnasium as gym
 import numpy as np
 
 from rllib_privacy.accounting import PATELedger
-from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
+from rllib_privacy.accounting.events import PrivacyEvent
+from rllib_privacy.accounting.journal import PrivacyJournalError, ReplayJournal
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import (
     NoiseStreams,
@@ -33,7 +34,7 @@ from rllib_privacy.mechanisms import (
     plurality,
 )
 from rllib_privacy.pate.ensemble import TeacherEnsemble
-from rllib_privacy.teachers.journaling import same_node_strategy
+from rllib_privacy.utils.journaling import same_node_strategy
 
 __all__ = ["JOURNAL_COMPONENT", "UNLABELED", "PATELabeler", "create_labeler_actor"]
 
@@ -66,7 +67,7 @@ class PATELabeler:
             ``metrics`` (``epsilon_data_dependent``). NOT private (a function of the
             votes): off by default.
         journal_path: File of the write-ahead privacy journal (see
-            ``rllib_privacy.teachers.journaling``), or None (no journal: tests). The votes of
+            ``rllib_privacy.utils.journaling``), or None (no journal: tests). The votes of
             every answered batch are journaled before its labels are returned; records
             already in the file are replayed, so a restart continues the spent budget.
 
@@ -109,7 +110,7 @@ class PATELabeler:
                 self._journal = ReplayJournal(
                     journal_path, component=JOURNAL_COMPONENT, ledger=self._ledger
                 )
-                self._replay(self._journal.records_to_replay())
+                self._journal.replay_all(self)
             except (PrivacyJournalError, OSError, ValueError) as e:
                 self._init_error = PrivacyConfigError(f"privacy_journal_dir: {e}")
 
@@ -158,24 +159,17 @@ class PATELabeler:
             answered = ledger.affordable(votes, answered=flags)
             votes = votes[:answered]
         if answered:
-            extra: dict[str, Any] = {}
             if confident:
                 # Which queries pass the threshold is part of what the ledger records, so
                 # the noise is drawn before the journal entry (nothing has left yet).
                 noisy = self._aggregate(votes) if noisy is None else noisy[:answered]
                 flags = noisy != UNLABELED
-                extra["answered"] = flags.tolist()
+            queries = ledger.queries(votes, answered=flags if confident else None)
             if self._journal is not None:
-                # Write-ahead: what ledger.record needs (the votes), durable before any label
+                # Write-ahead: the queries (votes and settings) are durable before any label
                 # of this batch can leave the labeler.
-                self._journal.append(
-                    "queries",
-                    votes=votes.tolist(),
-                    gamma=ledger.gamma,
-                    mechanism=ledger.mechanism(),
-                    **extra,
-                )
-            ledger.record(votes, answered=flags)
+                self._journal.append_release(queries)
+            ledger.record(queries)
             if noisy is None:
                 noisy = self._aggregate(votes)
             labels[:answered] = noisy
@@ -185,10 +179,10 @@ class PATELabeler:
         # later state with a larger vote gap might still fit; answering it would pick
         # queries by their private votes.)
         stopped = answered < len(observations) or (
-            ledger.budget_basis == "data_independent" and not ledger.can_afford(num_queries=1)
+            ledger.budget_basis == "data_independent" and not ledger.affordable(num_queries=1)
         )
         if stopped and self._journal is not None:
-            self._journal.append("stop")
+            self._journal.append_update(stopped=True)
         self._stopped = stopped
         return labels, self._stopped
 
@@ -268,74 +262,34 @@ class PATELabeler:
         # checkpoint's own (earlier crashes), not from what this process replayed at start.
         self._replayed = int(state.get("replayed_queries", 0))
         if self._journal is not None:
-            self._journal.after_restore(
-                journal_marker, replay=self._replay, snapshot=self._privacy_state
-            )
+            self._journal.after_restore(journal_marker, self)
 
-    def _privacy_state(self) -> dict[str, Any]:
+    # The JournaledComponent protocol (rllib_privacy.accounting.journal):
+
+    def journal_snapshot(self) -> dict[str, Any]:
         """The JSON-safe totals a journal snapshot holds."""
         state = self.state_dict()
         del state["replayed_queries"]
         return state
 
-    def _replay(self, records: list[dict[str, Any]]) -> None:
-        """Apply journal records (oldest first) to the ledger and the stop flag."""
-        for record in records:
-            kind = record.get("kind")
-            if kind == "queries":
-                mechanism = record.get("mechanism")
-                if mechanism is not None and mechanism != self._ledger.mechanism():
-                    # Each query's cost depends on these settings: replaying the votes under
-                    # other ones would misstate the spent ε.
-                    raise PrivacyJournalError(
-                        f"privacy journal {str(self._journal.path)!r} record {record['seq']} "
-                        f"was answered with {_settings(mechanism)}, but this run has "
-                        f"{_settings(self._ledger.mechanism())}; resume with the same settings "
-                        "or use another privacy_journal_dir"
-                    )
-                if record["gamma"] != self._ledger.gamma:
-                    # The votes' moments depend on γ: replaying them at another γ would
-                    # misstate the spent ε.
-                    raise PrivacyJournalError(
-                        f"privacy journal {str(self._journal.path)!r} record {record['seq']} "
-                        f"was answered with pate_gamma={record['gamma']!r}, but this run has "
-                        f"pate_gamma={self._ledger.gamma!r}; resume with the same pate_gamma "
-                        "or use another privacy_journal_dir"
-                    )
-                votes = np.asarray(record["votes"])
-                answered = record.get("answered")
-                self._ledger.replay(
-                    votes, answered=None if answered is None else np.asarray(answered, dtype=bool)
-                )
-                self._replayed += len(votes)
-            elif kind == "stop":
-                self._stopped = True
-            elif kind == SNAPSHOT:
-                self._load_state(record["state"])
-            else:
-                raise PrivacyJournalError(
-                    f"privacy journal {str(self._journal.path)!r} record {record.get('seq')} "
-                    f"has an unknown kind {kind!r} for the PATE labeler"
-                )
+    def load_journal_snapshot(self, state: Mapping[str, Any]) -> None:
+        """Reset the ledger and the counters to a ``journal_snapshot()``."""
+        self._load_state(state)
 
-    def _load_state(self, state: dict[str, Any]) -> None:
+    def apply_journal_update(self, fields: Mapping[str, Any]) -> None:
+        """Apply a journaled stop (the labeler answers nothing more)."""
+        self._stopped = bool(fields.get("stopped", self._stopped))
+
+    def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
+        """Count replayed queries (the journal already put them in the ledger)."""
+        self._replayed += event.count
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         """Load a ``state_dict`` as it is (``load_state_dict`` adds the journal's tail)."""
         self._ledger.load_state_dict(state["ledger"])
         self._agreements = int(state["agreements"])
         self._requested = int(state["requested"])
         self._stopped = bool(state["stopped"])
-
-
-def _settings(mechanism: dict[str, Any]) -> str:
-    """``pate_aggregator=..., pate_gnmax_sigma=...``: a journal's settings as config keys."""
-    names = {
-        "aggregator": "pate_aggregator",
-        "gamma": "pate_gamma",
-        "sigma": "pate_gnmax_sigma",
-        "threshold": "pate_confident_threshold",
-        "sigma_threshold": "pate_confident_sigma",
-    }
-    return ", ".join(f"{names.get(k, k)}={v!r}" for k, v in mechanism.items())
 
 
 def create_labeler_actor(**kwargs: Any) -> Any:

@@ -535,7 +535,7 @@ class _Labeling:
             part = votes[start : start + fits]
             noisy = self.aggregate(part)
             flags = noisy >= 0
-            ledger.record(part, answered=flags if self.confident else None)
+            ledger.record(ledger.queries(part, answered=flags if self.confident else None))
             self.asked_votes.append(part)
             self.asked_flags.append(flags)
             indices = chosen[start : start + fits]

@@ -31,15 +31,18 @@ single-process use may hold a ``DirichletTeacher`` directly.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from rllib_privacy._validation import check_choice
+from rllib_privacy.accounting.accountants import compose_basic
 from rllib_privacy.accounting.dirichlet import dirichlet_delta, dirichlet_epsilon
-from rllib_privacy.accounting.journal import SNAPSHOT, PrivacyJournalError, ReplayJournal
-from rllib_privacy.accounting.teacher_ledger import TeacherLedger, compose_basic
+from rllib_privacy.accounting.events import DirichletAnswer, EpsilonDeltaRelease, PrivacyEvent
+from rllib_privacy.accounting.journal import ReplayJournal
+from rllib_privacy.accounting.teacher_ledger import TeacherEvent, TeacherLedger
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
@@ -286,8 +289,9 @@ class DirichletTeacher:
         module: The teacher's RLModule (discrete actions; ``forward_inference`` returns
             logits under ``action_dist_inputs``). It stays inside this object.
         settings: Mechanism and budget settings.
-        journal_path: File of the write-ahead privacy journal (see ``teachers.journaling``),
-            or None (no journal: tests and single-process use). Every answer's release and
+        journal_path: File of the write-ahead privacy journal (see
+            [journaling][rllib_privacy.utils.journaling]), or None (no journal: tests and
+            single-process use). Every answer's release and
             every change of the k schedule is journaled before it takes effect; records
             already in the file are replayed, so a restart continues the spent budget.
             Ignored for mechanism ``"none"`` (nothing private is spent).
@@ -337,9 +341,14 @@ class DirichletTeacher:
         self._journal: ReplayJournal | None = None
         if journal_path is not None and settings.mechanism == "dirichlet":
             self._journal = ReplayJournal(
-                journal_path, component=JOURNAL_COMPONENT, ledger=self._ledger
+                journal_path,
+                component=JOURNAL_COMPONENT,
+                ledger=self._ledger,
+                # Journals written before RDP lack the mechanism: it is this teacher's own
+                # (η, radius and m are fixed for a run).
+                legacy_defaults=self._mechanism(),
             )
-            self._replay(self._journal.records_to_replay())
+            self._journal.replay_all(self)
 
     @classmethod
     def from_checkpoint(
@@ -374,10 +383,16 @@ class DirichletTeacher:
             "num_actions": self.num_actions,
         }
 
-    def _release_args(self, count: int) -> dict[str, Any]:
-        """``count`` releases at the current k, as the ledger's record/can_afford take them."""
+    def _release(self, count: int) -> TeacherEvent:
+        """``count`` answers at the current k, as the ledger's composition records them.
+
+        RDP composes the mechanism itself; basic and advanced composition compose Theorem 1's
+        per-answer (ε, δ).
+        """
+        if self._settings.composition == "rdp":
+            return DirichletAnswer(**self._mechanism(), count=count)
         epsilon, delta = self.release_privacy(self._k)
-        return {**self._mechanism(), "epsilon": epsilon, "delta": delta, "count": count}
+        return EpsilonDeltaRelease(epsilon=epsilon, delta=delta, count=count)
 
     def release_privacy(self, k: float) -> tuple[float, float]:
         """(ε, δ) of one answered state at concentration k (eq. 12; eq. 6 upper bound)."""
@@ -418,7 +433,7 @@ class DirichletTeacher:
                 # With the cache a rollout needs only its new codes, at most one per state,
                 # and requests are answered up to the budget: one more release must fit.
                 needed = 1 if self._cache is not None else int(expected_states)
-                if not self._ledger.can_afford(**self._release_args(needed)):
+                if not self._ledger.can_afford(self._release(needed)):
                     self._stop()
         self._journal_schedule()
         return self.stats()
@@ -445,8 +460,8 @@ class DirichletTeacher:
             self._refused += count
             return TeacherAnswer(None, 0.0)
         if self._settings.mechanism == "dirichlet":
-            release = self._release_args(count)
-            if not self._ledger.can_afford(**release):
+            release = self._release(count)
+            if not self._ledger.can_afford(release):
                 self._stop()
                 self._refused += count
                 return TeacherAnswer(None, 0.0)
@@ -456,10 +471,9 @@ class DirichletTeacher:
             return TeacherAnswer(policy.astype(np.float32), math.inf)
         if self._journal is not None:
             # Write-ahead: the release is durable before any answer can leave this process.
-            # The mechanism travels with (ε, δ) so that either composition can replay it.
-            self._journal.append("release", **release)
+            self._journal.append_release(release, k=self._k)
         privatized = self._privatize(policy)
-        self._ledger.record(**release)
+        self._ledger.record(release)
         self._answered += count
         return TeacherAnswer(privatized, self._k)
 
@@ -503,7 +517,7 @@ class DirichletTeacher:
         low, high = 0, wanted  # the spent ε and δ grow with the count: bisect
         while low < high:
             middle = (low + high + 1) // 2
-            if self._ledger.can_afford(**self._release_args(middle)):
+            if self._ledger.can_afford(self._release(middle)):
                 low = middle
             else:
                 high = middle - 1
@@ -559,18 +573,18 @@ class DirichletTeacher:
         policy = self._policy(observations)
         if self._settings.mechanism == "none":
             return policy.astype(np.float32)
-        release = self._release_args(len(codes))
+        release = self._release(len(codes))
         privatized = self._privatize(policy)
         if self._journal is not None:
             # Write-ahead: durable before the answers leave this process. The answers travel
             # with the release so that a replay restores the cache (no code is paid twice).
-            self._journal.append(
-                "release",
-                **release,
+            self._journal.append_release(
+                release,
+                k=self._k,
                 codes=[code.hex() for code in codes],
                 answers=privatized.tolist(),
             )
-        self._ledger.record(**release)
+        self._ledger.record(release)
         return privatized
 
     def stats(self) -> dict[str, float]:
@@ -592,7 +606,7 @@ class DirichletTeacher:
             "cache_size": 0 if self._cache is None else len(self._cache),
             "epsilon_spent": self._ledger.epsilon_spent if private else math.inf,
             "delta_spent": self._ledger.delta_spent if private else 0.0,
-            "releases": self._ledger.num_releases if private else self._answered,
+            "releases": self._ledger.releases if private else self._answered,
             "epsilon_per_release": epsilon,
             "delta_per_release": delta,
             "epsilon_budget": self._settings.epsilon_budget,
@@ -609,12 +623,12 @@ class DirichletTeacher:
         """
         if self._settings.mechanism != "dirichlet":
             return {"epsilon_basic": math.inf, "delta_basic": 0.0}
-        if self._settings.composition != "rdp":
-            events = [(eps, dlt, count) for _, eps, dlt, count in self._ledger.events]
-        else:
-            events = [
-                (*self.release_privacy(k), count) for k, _, _, _, count in self._ledger.rdp_releases
-            ]
+        events = []
+        for event in self._ledger.history:
+            if isinstance(event, DirichletAnswer):
+                events.append((*self.release_privacy(event.k), event.count))
+            elif isinstance(event, EpsilonDeltaRelease):
+                events.append((event.epsilon, event.delta, event.count))
         epsilon, delta = compose_basic(events)
         return {"epsilon_basic": epsilon, "delta_basic": delta}
 
@@ -632,9 +646,7 @@ class DirichletTeacher:
         # checkpoint's own (earlier crashes), not from what this process replayed at start.
         self._replayed = int(state.get("replayed_releases", 0))
         if self._journal is not None:
-            self._journal.after_restore(
-                state.get("journal"), replay=self._replay, snapshot=self._privacy_state
-            )
+            self._journal.after_restore(state.get("journal"), self)
 
     def get_state(self) -> dict[str, Any]:
         """Checkpointable state: ledger, k schedule, counts (no weights, no noise state).
@@ -703,58 +715,46 @@ class DirichletTeacher:
     def _journal_schedule(self) -> None:
         """Journal the k schedule and the sharing decision (they continue across restarts)."""
         if self._journal is not None:
-            self._journal.append(
-                "schedule",
+            self._journal.append_update(
                 k=self._k,
                 rollouts=self._rollouts,
                 sharing=self._sharing,
                 stopped_at_rollout=self._stopped_at_rollout,
             )
 
-    def _set_schedule(self, values: dict[str, Any]) -> None:
+    def _set_schedule(self, values: Mapping[str, Any]) -> None:
         self._k = float(values["k"])
         self._rollouts = int(values["rollouts"])
         self._sharing = bool(values["sharing"])
         stopped = values["stopped_at_rollout"]
         self._stopped_at_rollout = None if stopped is None else int(stopped)
 
-    def _privacy_state(self) -> dict[str, Any]:
+    # The JournaledComponent protocol (rllib_privacy.accounting.journal):
+
+    def journal_snapshot(self) -> dict[str, Any]:
         """The JSON-safe totals a journal snapshot holds (no weights, no noise stream)."""
         state = self.get_state()
         return {key: state[key] for key in _SNAPSHOT_KEYS}
 
-    def _replay(self, records: list[dict[str, Any]]) -> None:
-        """Apply journal records (oldest first) to the ledger, the schedule and the counts."""
-        for record in records:
-            kind = record.get("kind")
-            if kind == "release":
-                count = int(record["count"])
-                # Journals written before RDP lack the mechanism: it is this teacher's own
-                # (η, radius and m are fixed for a run).
-                mechanism = {**self._mechanism(), "k": record["k"]}
-                mechanism.update({key: record[key] for key in mechanism if key in record})
-                self._ledger.replay(
-                    **mechanism, epsilon=record["epsilon"], delta=record["delta"], count=count
-                )
-                if self._cache is not None and "codes" in record:
-                    self._cache.put_encoded(record["codes"], record["answers"], record["k"])
-                self._answered += count
-                self._asked += count
-                self._replayed += count
-            elif kind == "schedule":
-                self._set_schedule(record)
-            elif kind == SNAPSHOT:
-                snapshot = record["state"]
-                self._ledger.load_state_dict(snapshot["ledger"])
-                self._set_schedule(snapshot)
-                for counter in ("answered", "refused", "requests"):
-                    setattr(self, f"_{counter}", int(snapshot[counter]))
-                self._load_cache_state(snapshot)
-            else:
-                raise PrivacyJournalError(
-                    f"privacy journal {str(self._journal.path)!r} record {record.get('seq')} "
-                    f"has an unknown kind {kind!r} for the kickstart teacher"
-                )
+    def load_journal_snapshot(self, state: Mapping[str, Any]) -> None:
+        """Reset the ledger, the schedule and the counts to a ``journal_snapshot()``."""
+        self._ledger.load_state_dict(state["ledger"])
+        self._set_schedule(state)
+        for counter in ("answered", "refused", "requests"):
+            setattr(self, f"_{counter}", int(state[counter]))
+        self._load_cache_state(dict(state))
+
+    def apply_journal_update(self, fields: Mapping[str, Any]) -> None:
+        """Apply a journaled change of the k schedule or the sharing decision."""
+        self._set_schedule(fields)
+
+    def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
+        """Count a replayed release as answered, and put its answers back in the cache."""
+        if self._cache is not None and "codes" in extras:
+            self._cache.put_encoded(extras["codes"], extras["answers"], extras["k"])
+        self._answered += event.count
+        self._asked += event.count
+        self._replayed += event.count
 
 
 class TeacherServer(DirichletTeacher):

@@ -1,14 +1,15 @@
 """Where a run's privacy journals live, for every journaled component (needs Ray/Tune).
 
-The kickstarting teacher (:class:`~rllib_privacy.teachers.DirichletTeacher`), the PATE labeler
-(:class:`~rllib_privacy.pate.labeler.PATELabeler`) and PGC-A3C's aggregator (``LDPA3C``) each
-append the ledger event(s) of a release to their
-:class:`~rllib_privacy.accounting.journal.ReplayJournal` BEFORE the release leaves, so a driver
-killed between two checkpoints can only over-count, never under-count (docs/privacy-journal.md). The
-journal itself (and its restore logic) is pure and lives in :mod:`rllib_privacy.accounting.journal`;
-this module holds the run-level pieces: the ``privacy_journal_dir`` key
-(:func:`check_journal_dir`), where a trial's journal lives (:func:`algorithm_journal_path`) and
-pinning an actor to the journal's node (:func:`same_node_strategy`).
+The kickstarting teacher ([DirichletTeacher][rllib_privacy.teachers.DirichletTeacher]), the
+PATE labeler ([PATELabeler][rllib_privacy.pate.labeler.PATELabeler]) and LDPA3C's aggregator
+each append the privacy event of a release to their
+[ReplayJournal][rllib_privacy.accounting.journal.ReplayJournal] BEFORE the release leaves, so
+a driver killed between two checkpoints can only over-count, never under-count
+(docs/privacy-journal.md). The journal itself (its records, replay and restore logic) is pure
+and lives in [journal][rllib_privacy.accounting.journal]; this module holds the run-level
+pieces every component shares: the ``privacy_journal_dir`` key (``check_journal_dir``), where
+a trial's journal lives (``algorithm_journal_path``) and pinning an actor to the journal's
+node (``same_node_strategy``).
 
 One run writes a journal file at a time: two runs pointed at the same ``privacy_journal_dir``
 and trial name would interleave their records (the journal then refuses to open).

@@ -1,6 +1,8 @@
 """The kickstart teacher's write-ahead privacy journal: replay, restore, budget across crashes.
 
-Unit tests use an in-process ``DirichletTeacher``; the ``ray`` test kills a real
+The restart and restore scenarios every journaled component shares run through
+``JournaledComponentContract``; the rest is the teacher's own. Unit tests use an in-process
+``DirichletTeacher``; the ``ray`` test kills a real
 ``rllib train -f`` run mid-way (SIGKILL) and resumes it with ``--resume``.
 """
 
@@ -10,12 +12,13 @@ import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from journaled_component_contract import JournaledComponentContract
 from kill_resume_helpers import (
     build_in_folder,
     journal_records,
@@ -27,14 +30,12 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
 from rllib_privacy.accounting import DEFAULT_ORDERS, dirichlet_rdp, rdp_to_epsilon
 from rllib_privacy.accounting.journal import (
-    ACCEPT_JOURNAL_LOSS_ENV,
-    JournalNotFoundError,
     PrivacyJournal,
 )
 from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.teachers import JOURNAL_COMPONENT, DirichletTeacher, TeacherSettings
-from rllib_privacy.teachers.journaling import algorithm_journal_path
+from rllib_privacy.utils.journaling import algorithm_journal_path
 
 ENV = gym.make("CartPole-v1")
 BATCH = 50
@@ -110,11 +111,13 @@ def test_release_is_journaled_before_the_answer_leaves(
         teacher.answer(_obs(BATCH))
     assert teacher.stats()["releases"] == 0
     records = PrivacyJournal(journal, component=JOURNAL_COMPONENT).records()
-    assert [r["kind"] for r in records] == ["header", "schedule", "release"]
-    assert records[-1]["count"] == BATCH and records[-1]["k"] == 50.0
-    # The mechanism RDP needs is journaled with the release (and Theorem 1's (ε, δ)).
-    assert records[-1]["eta"] == 0.1 and records[-1]["num_actions"] == 2
-    assert records[-1]["radius"] == teacher.radius and records[-1]["epsilon"] > 0
+    assert [r["kind"] for r in records] == ["header", "update", "release"]
+    event = records[-1]["event"]
+    assert event["type"] == "DirichletAnswer" and records[-1]["k"] == 50.0
+    assert event["count"] == BATCH and event["k"] == 50.0
+    # The mechanism RDP needs is journaled with the release.
+    assert event["eta"] == 0.1 and event["num_actions"] == 2
+    assert event["radius"] == teacher.radius
     restarted = _teacher(journal)
     assert restarted.stats()["releases"] == BATCH
     one = dirichlet_rdp(DEFAULT_ORDERS, k=50.0, eta=0.1, radius=teacher.radius, num_actions=2)
@@ -130,14 +133,18 @@ def test_journals_written_before_rdp_still_replay(tmp_path: Path, composition: s
     teacher = _teacher(journal, composition=composition, delta_budget=delta_budget)
     _rollout(teacher)
     _rollout(teacher)
-    # Rewrite the release records as before RDP: k, epsilon, delta and count only.
+    # Rewrite the journal as 0.1.0 wrote it before RDP: a "schedule" record per k change,
+    # and release records with k, Theorem 1's (ε, δ) and count only.
     lines = journal.read_text().splitlines()
     old_lines = []
     for line in lines:
         record = json.loads(line)
-        if record.get("kind") == "release":
-            for key in ("eta", "radius", "num_actions"):
-                del record[key]
+        if record.get("kind") == "update":
+            record = {**record, **record.pop("fields"), "kind": "schedule"}
+        elif record.get("kind") == "release":
+            k, count = record["k"], record.pop("event")["count"]
+            epsilon, delta = teacher.release_privacy(k)
+            record.update(k=k, epsilon=epsilon, delta=delta, count=count)
         old_lines.append(json.dumps(record))
     old_journal = tmp_path / "old" / "kickstart_teacher.jsonl"
     old_journal.parent.mkdir()
@@ -147,160 +154,64 @@ def test_journals_written_before_rdp_still_replay(tmp_path: Path, composition: s
     assert _privacy_stats(restarted) == _privacy_stats(teacher)
 
 
+class TestTeacherJournal(JournaledComponentContract):
+    """The journaled-component contract for the kickstart teacher (RDP composition)."""
+
+    component = JOURNAL_COMPONENT
+    composition: ClassVar[dict[str, Any]] = {"composition": "rdp"}
+
+    def build(self, folder: Path, *, budget_spends: int | None) -> DirichletTeacher:
+        overrides = dict(self.composition)
+        if budget_spends is not None:
+            # Basic composition of Theorem 1's pairs at a fixed k: the budget is n·ε.
+            epsilon, _ = DirichletTeacher(_module(), _settings(**BASIC)).release_privacy(50.0)
+            budget = (budget_spends + 0.5) * BATCH * epsilon
+            overrides = {**BASIC, "vanishing_coefficient": 1.0, "epsilon_budget": budget}
+        return _teacher(self.journal(folder), **overrides)
+
+    def spend(self, component: DirichletTeacher, seed: int) -> int:
+        component.start_rollout(expected_states=BATCH)
+        return BATCH if component.answer(_obs(BATCH, seed=seed)).answered else 0
+
+    def checkpoint(self, component: DirichletTeacher, where: Path) -> dict[str, Any]:
+        return json.loads(json.dumps(component.get_state()))
+
+    def restore(self, component: DirichletTeacher, checkpoint: dict[str, Any]) -> None:
+        component.set_state(checkpoint)
+
+    def releases(self, component: DirichletTeacher) -> int:
+        return int(component.stats()["releases"])
+
+    def replayed(self, component: DirichletTeacher) -> int:
+        return int(component.stats()["replayed_releases"])
+
+    def privacy(self, component: DirichletTeacher) -> dict[str, float]:
+        return _privacy_stats(component)
+
+    def exhausted(self, component: DirichletTeacher) -> bool:
+        return component.stats()["sharing"] == 0.0
+
+
+class TestTeacherJournalAdvanced(TestTeacherJournal):
+    """The same contract under advanced composition of Theorem 1's pairs."""
+
+    composition: ClassVar[dict[str, Any]] = {"composition": "advanced", "delta_budget": 1.0}
+
+
 @pytest.mark.parametrize(
     "composition", [{"composition": "advanced", "delta_budget": 1.0}, {"composition": "rdp"}]
 )
-def test_restart_without_checkpoint_replays_everything(
-    tmp_path: Path, composition: dict[str, Any]
-) -> None:
+def test_restart_continues_the_k_schedule(tmp_path: Path, composition: dict[str, Any]) -> None:
     journal = tmp_path / "journal" / "kickstart_teacher.jsonl"
     teacher = _teacher(journal, **composition)
     for _ in range(3):
         _rollout(teacher)
     restarted = _teacher(journal, **composition)
-    assert _privacy_stats(restarted) == _privacy_stats(teacher)
     assert restarted.stats()["k"] == 12.5  # k₀·c² after three rollouts: the schedule continues
-    assert restarted.stats()["replayed_releases"] == 3 * BATCH
     # The next rollout decays k once more, exactly as the uninterrupted teacher would.
     _rollout(teacher)
     _rollout(restarted)
     assert _privacy_stats(restarted) == _privacy_stats(teacher)
-
-
-def test_restore_replays_the_releases_after_the_checkpoint(tmp_path: Path) -> None:
-    journal = tmp_path / "kickstart_teacher.jsonl"
-    teacher = _teacher(journal)
-    _rollout(teacher)
-    checkpoint = json.loads(json.dumps(teacher.get_state()))
-    _rollout(teacher)
-    _rollout(teacher)  # two rollouts after the checkpoint, then the process dies
-    restarted = _teacher(journal)  # what Algorithm.setup does on a resumed trial
-    restarted.set_state(checkpoint)  # then Tune restores the checkpoint
-    assert _privacy_stats(restarted) == _privacy_stats(teacher)
-    assert restarted.stats()["replayed_releases"] == 2 * BATCH
-    # A later checkpoint carries the count; restoring it replays nothing more.
-    again = _teacher(journal)
-    again.set_state(restarted.get_state())
-    assert again.stats()["replayed_releases"] == 2 * BATCH
-    assert _privacy_stats(again) == _privacy_stats(teacher)
-
-
-def test_checkpoint_restored_into_a_new_journal_is_snapshotted(tmp_path: Path) -> None:
-    old = _teacher(tmp_path / "old.jsonl")
-    _rollout(old)
-    _rollout(old)
-    fresh_journal = tmp_path / "new" / "kickstart_teacher.jsonl"
-    moved = _teacher(fresh_journal)  # e.g. Algorithm.from_checkpoint in another folder
-    moved.set_state(old.get_state())
-    assert moved.stats()["replayed_releases"] == 0
-    records = PrivacyJournal(fresh_journal, component=JOURNAL_COMPONENT).records()
-    kinds = [r["kind"] for r in records]
-    assert kinds == ["header", "snapshot"]
-    _rollout(moved)
-    _rollout(old)
-    # The new journal alone reproduces the totals, snapshot included.
-    assert _privacy_stats(_teacher(fresh_journal)) == _privacy_stats(old) == _privacy_stats(moved)
-
-
-def _answered_70_checkpointed_at_40(
-    tmp_path: Path,
-) -> tuple[DirichletTeacher, dict[str, Any], DirichletTeacher, Path]:
-    """The reported run, and its checkpoint restored by a teacher in a new folder."""
-    old = _teacher(tmp_path / "run_1" / "kickstart_teacher.jsonl")
-    old.start_rollout(expected_states=100)
-    old.answer(_obs(40))
-    checkpoint = json.loads(json.dumps(old.get_state()))
-    old.answer(_obs(30, seed=2))
-    new_journal = tmp_path / "run_2" / "kickstart_teacher.jsonl"
-    moved = _teacher(new_journal)
-    moved.set_state(checkpoint)
-    return old, checkpoint, moved, new_journal
-
-
-def test_restore_into_a_new_folder_counts_the_releases_after_the_checkpoint(
-    tmp_path: Path,
-) -> None:
-    # The reported case: the teacher answered 70 states, the checkpoint was taken at 40; restored
-    # into a new folder it reported 40. The checkpoint's journal is found by its ledger id.
-    old, checkpoint, moved, new_journal = _answered_70_checkpointed_at_40(tmp_path)
-    assert moved.stats()["releases"] == old.stats()["releases"] == 70
-    assert moved.stats()["replayed_releases"] == 30
-    assert _privacy_stats(moved) == _privacy_stats(old)
-    # The new folder's journal alone reproduces the total (its snapshot names the source).
-    records = PrivacyJournal(new_journal, component=JOURNAL_COMPONENT).records()
-    assert records[-1]["restored_from"]["ledger_id"] == checkpoint["journal"]["ledger_id"]
-    assert _teacher(new_journal).stats()["releases"] == 70
-
-
-def test_restoring_the_same_checkpoint_again_keeps_the_new_folders_releases(
-    tmp_path: Path,
-) -> None:
-    # A trial restored from another run's checkpoint restarts (before its own first
-    # checkpoint) and restores that checkpoint again: its releases since then still count.
-    old, checkpoint, moved, new_journal = _answered_70_checkpointed_at_40(tmp_path)
-    moved.answer(_obs(10, seed=3))
-    assert moved.stats()["releases"] == 80
-    restarted = _teacher(new_journal)
-    restarted.set_state(checkpoint)
-    assert restarted.stats()["releases"] == 80
-    old.answer(_obs(5, seed=4))  # the first run went on meanwhile
-    again = _teacher(new_journal)
-    again.set_state(checkpoint)
-    assert again.stats()["releases"] == 85
-    assert _teacher(new_journal).stats()["releases"] == 85
-
-
-def test_restore_finds_a_journal_copied_beside_the_new_one(tmp_path: Path) -> None:
-    # A run folder moved to another machine: the marker's path is stale, the copy is found.
-    old_journal = tmp_path / "run_1" / "kickstart_teacher.jsonl"
-    old = _teacher(old_journal)
-    _rollout(old)
-    checkpoint = old.get_state()
-    _rollout(old)
-    moved = _teacher(tmp_path / "run_2" / "kickstart_teacher.jsonl")
-    ledger_id = checkpoint["journal"]["ledger_id"]
-    old_journal.rename(tmp_path / "run_2" / f"kickstart_teacher.{ledger_id}.jsonl")
-    moved.set_state(checkpoint)
-    assert moved.stats()["releases"] == 2 * BATCH
-
-
-def test_restore_without_the_checkpoints_journal_names_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    old_journal = tmp_path / "run_1" / "kickstart_teacher.jsonl"
-    old = _teacher(old_journal)
-    _rollout(old)
-    checkpoint = old.get_state()
-    ledger_id = checkpoint["journal"]["ledger_id"]
-    old_journal.unlink()
-    monkeypatch.delenv(ACCEPT_JOURNAL_LOSS_ENV, raising=False)
-    moved = _teacher(tmp_path / "run_2" / "kickstart_teacher.jsonl")
-    with pytest.raises(JournalNotFoundError, match=ledger_id) as error:
-        moved.set_state(checkpoint)
-    assert str(old_journal) in str(error.value) and ACCEPT_JOURNAL_LOSS_ENV in str(error.value)
-    # The explicit opt-out restores the checkpoint's own total, loudly.
-    monkeypatch.setenv(ACCEPT_JOURNAL_LOSS_ENV, ledger_id)
-    moved.set_state(checkpoint)
-    assert moved.stats()["releases"] == BATCH
-    assert "WITHOUT its privacy journal" in caplog.text
-
-
-def test_budget_refusal_holds_across_any_number_of_restarts(tmp_path: Path) -> None:
-    journal = tmp_path / "kickstart_teacher.jsonl"
-    probe = DirichletTeacher(_module(), _settings(**BASIC))
-    epsilon, _ = probe.release_privacy(50.0)
-    budget = 2.5 * BATCH * epsilon  # two rollouts fit, the third does not
-    settings = {"vanishing_coefficient": 1.0, "epsilon_budget": budget, **BASIC}
-    answered = 0
-    for restart in range(4):
-        teacher = _teacher(journal, **settings)  # killed and restarted from scratch each time
-        teacher.start_rollout(expected_states=BATCH)
-        answered += teacher.answer(_obs(BATCH, seed=restart)).answered
-        assert teacher.stats()["epsilon_spent"] <= budget
-    assert answered == 2
-    final = _teacher(journal, **settings)
-    assert final.stats()["sharing"] == 0.0 and final.stats()["releases"] == 2 * BATCH
-    assert not final.answer(_obs(3)).answered
 
 
 def test_mechanism_none_writes_no_journal(tmp_path: Path) -> None:
@@ -375,7 +286,7 @@ def _experiment(teacher: Path, budget: float) -> dict[str, Any]:
 
 
 def _released(records: list[dict[str, Any]]) -> int:
-    return sum(r["count"] for r in records if r["kind"] == "release")
+    return sum(r["event"]["count"] for r in records if r["kind"] == "release")
 
 
 @pytest.mark.ray
@@ -399,7 +310,9 @@ def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     # including those after the checkpoint, whose effect on the model was lost (replayed).
     assert first["privacy"]["releases"] == spent_at_kill + BATCH
     epsilon_at_kill = math.fsum(
-        r["count"] * r["epsilon"] for r in cycle.journal_at_kill if r["kind"] == "release"
+        r["event"]["count"] * r["event"]["epsilon"]
+        for r in cycle.journal_at_kill
+        if r["kind"] == "release"
     )
     assert first["teacher_epsilon_spent"] >= epsilon_at_kill
     replayed = first["privacy"]["releases_replayed_from_journal"]

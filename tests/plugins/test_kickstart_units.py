@@ -15,7 +15,14 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-from rllib_privacy.accounting import DEFAULT_ORDERS, TeacherLedger, dirichlet_rdp, rdp_to_epsilon
+from rllib_privacy.accounting import (
+    DEFAULT_ORDERS,
+    DirichletAnswer,
+    TeacherLedger,
+    dirichlet_rdp,
+    event_to_dict,
+    rdp_to_epsilon,
+)
 from rllib_privacy.accounting.dirichlet import dirichlet_epsilon
 from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
@@ -105,14 +112,15 @@ def test_default_rdp_teacher_reports_the_rdp_epsilon_at_the_delta_budget() -> No
     )
     state = teacher.get_state()["ledger"]
     assert state["composition"] == "rdp"
-    assert state["rdp_releases"] == [[20.0, 0.1, teacher.radius, 2, 50]]
+    answer = DirichletAnswer(k=20.0, eta=0.1, radius=teacher.radius, num_actions=2, count=50)
+    assert state["accountant"]["history"] == [event_to_dict(answer)]
 
 
 def test_rdp_budget_stops_the_next_rollout() -> None:
     teacher = DirichletTeacher(_module(), _settings(vanishing_coefficient=1.0))
     # Room for exactly 30 releases at k = 20 under RDP.
     probe = TeacherLedger(epsilon_budget=math.inf, delta_budget=1e-5, composition="rdp")
-    probe.record(k=20.0, eta=0.1, radius=teacher.radius, num_actions=2, count=30)
+    probe.record(DirichletAnswer(k=20.0, eta=0.1, radius=teacher.radius, num_actions=2, count=30))
     teacher = DirichletTeacher(
         _module(),
         _settings(vanishing_coefficient=1.0, epsilon_budget=probe.epsilon_spent),

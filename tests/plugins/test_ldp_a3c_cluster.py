@@ -216,7 +216,8 @@ def _submission_records(algo: LDPA3C) -> list[dict[str, Any]]:
         journal_file(algo.config.privacy_journal_dir, JOURNAL_COMPONENT),
         component=JOURNAL_COMPONENT,
     )
-    return [r for r in journal.records() if r["kind"] == "submission"]
+    # A release record keeps the agent's report under "event", the public scalars beside it.
+    return [{**r, **r["event"]} for r in journal.records() if r["kind"] == "release"]
 
 
 def _accepted_from(algo: LDPA3C, worker_index: int) -> int:

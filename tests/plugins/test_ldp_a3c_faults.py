@@ -13,10 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from journaled_component_contract import JournaledComponentContract
 from kill_resume_helpers import checkpoints, journal_records, kill_session, read_rows
 
-from rllib_privacy.accounting import LDPLedger, PrivacyJournal, default_journal_dir, journal_file
-from rllib_privacy.accounting.journal import JournalNotFoundError
+from rllib_privacy.accounting import (
+    LDPLedger,
+    LDPReport,
+    PrivacyJournal,
+    default_journal_dir,
+    journal_file,
+)
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, GradientSubmission, LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c import JOURNAL_COMPONENT
 from rllib_privacy.algorithms.ldp_a3c.testing import (
@@ -68,15 +74,15 @@ def test_submission_sequence_must_be_positive() -> None:
 
 def test_ledger_counts_releases_per_agent() -> None:
     ledger = LDPLedger()
-    assert ledger.num_releases_of("a") == 0
-    ledger.record("a", 0.5, "laplace")
-    assert ledger.num_releases_of("a") == 1
-    ledger.record("a", 0.25, "prs")
-    ledger.record("a", 0.25, "prs")
-    ledger.record("b", 1.0, "laplace")
-    assert (ledger.num_releases_of("a"), ledger.num_releases_of("b")) == (3, 1)
+    assert ledger.releases_of("a") == 0
+    ledger.record(LDPReport(agent_id="a", epsilon=0.5, mechanism="laplace"))
+    assert ledger.releases_of("a") == 1
+    ledger.record(LDPReport(agent_id="a", epsilon=0.25, mechanism="prs"))
+    ledger.record(LDPReport(agent_id="a", epsilon=0.25, mechanism="prs"))
+    ledger.record(LDPReport(agent_id="b", epsilon=1.0, mechanism="laplace"))
+    assert (ledger.releases_of("a"), ledger.releases_of("b")) == (3, 1)
     restored = LDPLedger.from_state_dict(ledger.state_dict())
-    assert restored.num_releases_of("a") == 3
+    assert restored.releases_of("a") == 3
 
 
 def _submission(agent_id: str, sequence: int, *, dim: int) -> GradientSubmission:
@@ -136,14 +142,14 @@ def test_env_runner_crash_loses_no_update_and_applies_nothing_twice(
         records = PrivacyJournal(
             journal_file(tmp_path / "journal", JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
         ).records()
-        ids = [r["id"] for r in records if r["kind"] == "submission"]
+        ids = [r["id"] for r in records if r["kind"] == "release"]
         assert len(ids) == len(set(ids)) == ldp["submissions"]
 
         # A submission delivered twice is rejected, never applied twice.
         agent = next(iter(algo._ledger.state_dict()["agents"]))
-        before = (algo._applied, algo._ledger.num_releases, len(algo._journal))
+        before = (algo._applied, algo._ledger.releases, len(algo._journal))
         algo._receive([_submission(agent, 1, dim=algo._weights.size)] * 2)
-        assert (algo._applied, algo._ledger.num_releases, len(algo._journal)) == before
+        assert (algo._applied, algo._ledger.releases, len(algo._journal)) == before
         assert algo._duplicates == 2
         # A new agent's first submission counts once, however often it arrives.
         algo._receive([_submission("new-agent", 1, dim=algo._weights.size)] * 2)
@@ -214,7 +220,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             spent = sum(
-                1 for r in journal_records(storage, JOURNAL_COMPONENT) if r["kind"] == "submission"
+                1 for r in journal_records(storage, JOURNAL_COMPONENT) if r["kind"] == "release"
             )
             done = checkpoints(storage)  # one every 3 iterations of 5 releases
             if done and spent >= 5 * 4 and spent > done * 3 * 5:
@@ -234,7 +240,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     journaled = [
         r
         for r in PrivacyJournal(journal_path, component=JOURNAL_COMPONENT).records()
-        if r["kind"] == "submission"
+        if r["kind"] == "release"
     ]
     # Killed well before the end, so that the resumed run has iterations left to do.
     assert 5 * 4 <= len(journaled) < 5 * (LAST_ITERATION - 2)
@@ -257,7 +263,7 @@ def test_resume_after_kill_keeps_releases_made_after_the_last_checkpoint(
     journaled_after = [
         r
         for r in PrivacyJournal(journal_path, component=JOURNAL_COMPONENT).records()
-        if r["kind"] == "submission"
+        if r["kind"] == "release"
     ]
     assert after["privacy"]["releases"] == len(journaled_after) >= len(journaled) + 10
     assert after["privacy"]["releases"] == after["ldp"]["submissions"]
@@ -296,22 +302,62 @@ def _totals(algo: LDPA3C) -> tuple[Any, ...]:
 
 
 @pytest.mark.ray
-def test_journal_replay_on_setup_restore_and_snapshot(ray_session, tmp_path: pathlib.Path) -> None:
-    first_dir, second_dir, checkpoint = tmp_path / "j1", tmp_path / "j2", tmp_path / "ckpt"
-    algo = _journal_config(first_dir).build_algo()
-    try:
+@pytest.mark.usefixtures("ray_session")
+class TestLDPA3CJournal(JournaledComponentContract):
+    """The journaled-component contract for LDPA3C's aggregator (one iteration: 6 releases)."""
+
+    component = JOURNAL_COMPONENT
+    # Every local agent is fresh: the budget is per agent, and no run-level one runs out.
+    has_budget = False
+
+    def build(self, folder: pathlib.Path, *, budget_spends: int | None) -> LDPA3C:
+        return _journal_config(folder).build_algo()
+
+    def spend(self, component: LDPA3C, seed: int) -> int:
+        before = component._ledger.releases
+        component.train()
+        return component._ledger.releases - before
+
+    def checkpoint(self, component: LDPA3C, where: pathlib.Path) -> str:
+        component.save_to_path(str(where))
+        return str(where)
+
+    def restore(self, component: LDPA3C, checkpoint: str) -> None:
+        component.restore_from_path(checkpoint)
+
+    def releases(self, component: LDPA3C) -> int:
+        return component._ledger.releases
+
+    def replayed(self, component: LDPA3C) -> int:
+        return component._replayed
+
+    def privacy(self, component: LDPA3C) -> dict[str, float]:
+        ledger = component._ledger
+        return {
+            "releases": ledger.releases,
+            "epsilon_per_agent": ledger.max_epsilon_spent,
+            "agents": ledger.num_agents,
+            "submissions": component._scores.submissions,
+        }
+
+    def exhausted(self, component: LDPA3C) -> bool:
+        return False
+
+    def close(self, component: LDPA3C) -> None:
+        component.stop()
+
+    def test_replayed_releases_are_counted_never_applied(self, tmp_path: pathlib.Path) -> None:
+        checkpoint = tmp_path / "ckpt"
+        algo = self.make(tmp_path)
         algo.train()
         algo.save_to_path(str(checkpoint))
         algo.train()  # 6 releases after the checkpoint, then "the crash"
         ledger_at_crash = algo._ledger.state_dict()
-    finally:
-        algo.stop()
-
-    # Same journal, no checkpoint (a trial restarted from scratch): everything is replayed.
-    again = _journal_config(first_dir).build_algo()
-    try:
+        # Same journal, no checkpoint (a trial restarted from scratch): everything is replayed.
+        again = self.make(tmp_path)
         assert _totals(again) == (ledger_at_crash, 12, 0, 12)
-        # Restoring the checkpoint replays only the 6 releases made after it.
+        # Restoring the checkpoint replays only the 6 releases made after it; their updates
+        # rolled back with θ.
         again.restore_from_path(str(checkpoint))
         assert _totals(again) == (ledger_at_crash, 12, 6, 6)
         assert again._weights_version == 6 // 4 and len(again._buffer) == 6 % 4
@@ -319,45 +365,8 @@ def test_journal_replay_on_setup_restore_and_snapshot(ray_session, tmp_path: pat
         assert result["privacy"]["releases"] == 18
         assert result["ldp"]["submissions_dropped"] == 6
         assert result["privacy"]["releases_replayed_from_journal"] == 6
-    finally:
-        again.stop()
-
-    # Restored into another folder: the checkpoint's journal is found by its
-    # ledger id and the 12 releases made after the checkpoint (by both runs of the first
-    # folder) are counted, never only the checkpoint's 6 ...
-    other = _journal_config(second_dir).build_algo()
-    try:
-        other.restore_from_path(str(checkpoint))
-        assert other._ledger.num_releases == 18 and other._replayed == 12
-        result = other.train()
-        assert result["privacy"]["releases"] == 24
-        expected = _totals(other)
-    finally:
-        other.stop()
-    records = PrivacyJournal(
-        journal_file(second_dir, JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
-    ).records()
-    assert [r["kind"] for r in records[:2]] == ["header", "snapshot"]
-    assert records[1]["restored_from"]["replayed_records"] == 12
-    assert len(records) == 2 + 6
-    # ... and this folder's journal alone reproduces the totals (the updates are not in it).
-    replayed = _journal_config(second_dir).build_algo()
-    try:
-        ledger, submissions, _, _ = _totals(replayed)
-        assert (ledger, submissions) == expected[:2]
-        assert replayed._replayed == 18 and replayed._applied == 0
-    finally:
-        replayed.stop()
-
-    # Without the checkpoint's journal the restore stops, naming the journal and ledger.
-    ledger_id = PrivacyJournal(
-        journal_file(first_dir, JOURNAL_COMPONENT), component=JOURNAL_COMPONENT
-    ).records()[0]["ledger_id"]
-    journal_file(first_dir, JOURNAL_COMPONENT).unlink()
-    lost = _journal_config(tmp_path / "j3").build_algo()
-    try:
-        with pytest.raises(JournalNotFoundError, match=ledger_id) as error:
-            lost.restore_from_path(str(checkpoint))
-        assert str(journal_file(first_dir, JOURNAL_COMPONENT)) in str(error.value)
-    finally:
-        lost.stop()
+        # This folder's journal alone reproduces the totals (the updates are not in it).
+        replayed = self.make(tmp_path)
+        ledger, submissions, applied, count = _totals(replayed)
+        assert (ledger, submissions) == _totals(again)[:2]
+        assert count == 18 and applied == 0

@@ -58,7 +58,7 @@ def _check_iteration(algo: LDPA3C, result: dict[str, Any], *, min_submissions: i
     submissions = _get(result, keys.LDP_SUBMISSIONS)
     assert submissions >= min_submissions
     assert result["submissions"] == submissions
-    assert _get(result, keys.PRIVACY_RELEASES) == submissions == algo._ledger.num_releases
+    assert _get(result, keys.PRIVACY_RELEASES) == submissions == algo._ledger.releases
     assert len(algo.received) == submissions  # no duplicates, nothing lost
     assert result["epsilon_per_agent"] == pytest.approx(EPSILON)
     for key in (
@@ -142,7 +142,7 @@ def test_fleet_checkpoint_keeps_submissions_ledger_and_solved(ray_session, tmp_p
         state = restored.get_state()["ldp_a3c_aggregator"]
         assert state.pop("journal") != saved.pop("journal")
         assert state == saved
-        assert restored._ledger.num_releases == submissions
+        assert restored._ledger.releases == submissions
         assert restored._scores.solved_at == SOLVED_WINDOW
         np.testing.assert_array_equal(restored._weights, weights)
         after = restored.train()

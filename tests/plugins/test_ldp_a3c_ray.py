@@ -83,7 +83,7 @@ def test_checkpoint_restores_ledger_buffer_scores_and_weights(ray_session, tmp_p
         # Everything but the journal position (the restored run writes its own journal).
         assert state.pop("journal") != saved_state.pop("journal")
         assert state == saved_state
-        assert restored._ledger.num_releases == saved_submissions
+        assert restored._ledger.releases == saved_submissions
         assert len(restored._buffer) == saved_submissions % 7
         np.testing.assert_array_equal(restored._weights, weights)
         result = restored.train()

@@ -1,5 +1,8 @@
 """The PATE labeler's write-ahead privacy journal: replay, restore, budget across crashes.
 
+The restart and restore scenarios every journaled component shares run through
+``JournaledComponentContract``; the rest is the labeler's own.
+
 Unit tests use an in-process ``PATELabeler``; the ``ray`` test kills a real
 ``rllib train -f`` run mid-way (SIGKILL) and resumes it with ``--resume``.
 """
@@ -12,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from journaled_component_contract import JournaledComponentContract
 from kill_resume_helpers import (
     build_in_folder,
     journal_records,
@@ -20,9 +24,8 @@ from kill_resume_helpers import (
 )
 from test_pate_ppo_units import ENV, save_teacher
 
-from rllib_privacy.accounting import PATELedger
+from rllib_privacy.accounting import PATELedger, event_from_dict
 from rllib_privacy.accounting.journal import (
-    ACCEPT_JOURNAL_LOSS_ENV,
     JournalNotFoundError,
     PrivacyJournal,
 )
@@ -67,9 +70,9 @@ def _privacy(labeler: PATELabeler) -> dict[str, float]:
 def _budget_for(queries: int) -> float:
     """The data-independent ε of exactly ``queries`` queries (one more does not fit)."""
     ledger = PATELedger(gamma=GAMMA, delta=DELTA)
-    ledger.replay(np.tile([3, 0], (queries, 1)))
+    ledger.replay([ledger.queries(np.tile([3, 0], (queries, 1)))])
     budget = ledger.epsilon_data_independent
-    ledger.replay([3, 0])
+    ledger.replay([ledger.queries([3, 0])])
     assert ledger.epsilon_data_independent > budget * (1 + 1e-6)
     return budget
 
@@ -87,23 +90,11 @@ def test_votes_are_journaled_before_labels_leave(
     with pytest.raises(RuntimeError, match="killed"):
         labeler.label(_obs(7, seed=0))
     records = PrivacyJournal(journal, component=JOURNAL_COMPONENT).records()
-    assert [r["kind"] for r in records] == ["header", "queries"]
-    votes = np.asarray(records[-1]["votes"])
+    assert [r["kind"] for r in records] == ["header", "release"]
+    votes = np.asarray(records[-1]["event"]["votes"])
     assert votes.shape == (7, 2) and (votes.sum(axis=1) == len(teachers)).all()
     # The restarted labeler counts the 7 queries although no label left (over-count only).
     assert _labeler(teachers, journal).metrics()["queries"] == 7
-
-
-def test_restart_without_checkpoint_replays_everything(teachers: list[str], tmp_path: Path) -> None:
-    journal = tmp_path / "journal" / "pate_labeler.jsonl"
-    labeler = _labeler(teachers, journal, budget_basis="data_dependent")
-    for seed in range(3):
-        labeler.label(_obs(10, seed))
-    restarted = _labeler(teachers, journal, budget_basis="data_dependent")
-    assert _privacy(restarted) == _privacy(labeler)
-    assert restarted.metrics()["replayed_queries"] == 30
-    # Same vote histograms in the same order: the data-dependent ε is bit-identical.
-    assert restarted.metrics()["epsilon"] == labeler.metrics()["epsilon"] > 0
 
 
 def test_journal_of_another_gamma_is_refused(teachers: list[str], tmp_path: Path) -> None:
@@ -116,92 +107,48 @@ def test_journal_of_another_gamma_is_refused(teachers: list[str], tmp_path: Path
         ledger=PATELedger(gamma=2 * GAMMA, delta=DELTA),
         journal_path=str(journal),
     )
-    with pytest.raises(PrivacyConfigError, match="pate_gamma=0.05, but this run has .*=0.1"):
+    with pytest.raises(PrivacyConfigError, match="gamma=0.05, but this ledger .*gamma=0.1"):
         labeler.ping()
 
 
-def test_restore_replays_the_queries_after_the_checkpoint(
-    teachers: list[str], tmp_path: Path
-) -> None:
-    journal = tmp_path / "pate_labeler.jsonl"
-    labeler = _labeler(teachers, journal)
-    labeler.label(_obs(10, seed=0))
-    checkpoint, marker = json.loads(json.dumps(labeler.checkpoint()))
-    labeler.label(_obs(6, seed=1))
-    labeler.label(_obs(5, seed=2))  # answered after the checkpoint, then the process dies
-    restarted = _labeler(teachers, journal)  # what PATEPPO.setup does on a resumed trial
-    restarted.load_state_dict(checkpoint, journal_marker=marker)  # then Tune restores it
-    assert _privacy(restarted) == _privacy(labeler)
-    assert restarted.metrics()["replayed_queries"] == 11
-    again = _labeler(teachers, journal)
-    state, marker = restarted.checkpoint()
-    again.load_state_dict(state, journal_marker=marker)
-    assert again.metrics()["replayed_queries"] == 11 and _privacy(again) == _privacy(labeler)
+class TestLabelerJournal(JournaledComponentContract):
+    """The journaled-component contract for the PATE labeler (LNMax)."""
 
+    component = JOURNAL_COMPONENT
 
-def test_checkpoint_restored_into_a_new_journal_is_snapshotted(
-    teachers: list[str], tmp_path: Path
-) -> None:
-    old = _labeler(teachers, tmp_path / "old.jsonl")
-    old.label(_obs(12, seed=0))
-    fresh_journal = tmp_path / "new" / "pate_labeler.jsonl"
-    moved = _labeler(teachers, fresh_journal)
-    state, marker = old.checkpoint()  # the marker names the old journal, not this one
-    moved.load_state_dict(state, journal_marker=marker)
-    records = PrivacyJournal(fresh_journal, component=JOURNAL_COMPONENT).records()
-    assert [r["kind"] for r in records] == ["header", "snapshot"]
-    moved.label(_obs(4, seed=1))
-    old.label(_obs(4, seed=1))
-    assert _privacy(_labeler(teachers, fresh_journal)) == _privacy(old) == _privacy(moved)
+    @pytest.fixture(autouse=True)
+    def _teacher_dirs(self, teachers: list[str]) -> None:
+        self.teacher_dirs = teachers
 
+    def build(self, folder: Path, *, budget_spends: int | None) -> PATELabeler:
+        ledger = (
+            {} if budget_spends is None else {"epsilon_budget": _budget_for(10 * budget_spends)}
+        )
+        return _labeler(self.teacher_dirs, self.journal(folder), **ledger)
 
-def test_restore_into_a_new_folder_counts_the_queries_after_the_checkpoint(
-    teachers: list[str], tmp_path: Path
-) -> None:
-    old = _labeler(teachers, tmp_path / "run_1" / "pate_labeler.jsonl")
-    old.label(_obs(40, seed=0))
-    state, marker = json.loads(json.dumps(old.checkpoint()))
-    old.label(_obs(30, seed=1))  # answered after the checkpoint
-    new_journal = tmp_path / "run_2" / "pate_labeler.jsonl"
-    moved = _labeler(teachers, new_journal)
-    moved.load_state_dict(state, journal_marker=marker)
-    assert moved.metrics()["queries"] == old.metrics()["queries"] == 70
-    assert moved.metrics()["replayed_queries"] == 30
-    assert _privacy(moved) == _privacy(old)
-    assert _labeler(teachers, new_journal).metrics()["queries"] == 70
+    def spend(self, component: PATELabeler, seed: int) -> int:
+        labels, _ = component.label(_obs(10, seed))
+        return int(np.sum(labels != UNLABELED))
 
+    def checkpoint(self, component: PATELabeler, where: Path) -> list[Any]:
+        return json.loads(json.dumps(component.checkpoint()))
 
-def test_restore_without_the_checkpoints_journal_names_it(
-    teachers: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    old_journal = tmp_path / "run_1" / "pate_labeler.jsonl"
-    old = _labeler(teachers, old_journal)
-    old.label(_obs(5, seed=0))
-    state, marker = old.checkpoint()
-    old_journal.unlink()
-    monkeypatch.delenv(ACCEPT_JOURNAL_LOSS_ENV, raising=False)
-    moved = _labeler(teachers, tmp_path / "run_2" / "pate_labeler.jsonl")
-    with pytest.raises(JournalNotFoundError, match=marker["ledger_id"]):
-        moved.load_state_dict(state, journal_marker=marker)
-    monkeypatch.setenv(ACCEPT_JOURNAL_LOSS_ENV, "*")
-    moved.load_state_dict(state, journal_marker=marker)
-    assert moved.metrics()["queries"] == 5
+    def restore(self, component: PATELabeler, checkpoint: list[Any]) -> None:
+        state, marker = checkpoint
+        component.load_state_dict(state, journal_marker=marker)
 
+    def releases(self, component: PATELabeler) -> int:
+        return int(component.metrics()["queries"])
 
-def test_budget_holds_across_any_number_of_restarts(teachers: list[str], tmp_path: Path) -> None:
-    journal = tmp_path / "pate_labeler.jsonl"
-    budget = _budget_for(25)
-    answered = 0
-    for restart in range(5):
-        labeler = _labeler(teachers, journal, epsilon_budget=budget)
-        labels, exhausted = labeler.label(_obs(10, seed=restart))
-        answered += int(np.sum(labels != UNLABELED))
-        assert labeler.metrics()["epsilon_data_independent"] <= budget
-    assert answered == 25 and exhausted
-    final = _labeler(teachers, journal, epsilon_budget=budget)
-    assert final.metrics()["budget_exhausted"] == 1.0 and final.metrics()["queries"] == 25
-    labels, exhausted = final.label(_obs(3, seed=9))
-    assert exhausted and (labels == UNLABELED).all()
+    def replayed(self, component: PATELabeler) -> int:
+        return int(component.metrics()["replayed_queries"])
+
+    def privacy(self, component: PATELabeler) -> dict[str, float]:
+        # The data-dependent ε too: the same votes in the same order give the same bits.
+        return _privacy(component)
+
+    def exhausted(self, component: PATELabeler) -> bool:
+        return component.metrics()["budget_exhausted"] == 1.0
 
 
 @pytest.mark.parametrize("value", [False, "off", "", 0, {"path": "x"}])
@@ -245,7 +192,7 @@ def _experiment(teachers: list[str], budget: float) -> dict[str, Any]:
 
 
 def _queried(records: list[dict[str, Any]]) -> int:
-    return sum(len(r["votes"]) for r in records if r["kind"] == "queries")
+    return sum(r["event"]["count"] for r in records if r["kind"] == "release")
 
 
 @pytest.mark.ray
@@ -265,8 +212,8 @@ def test_killed_run_resumes_with_its_spent_budget(teachers: list[str], tmp_path:
     assert first["pate_queries"] == queried_at_kill + QUERIES
     at_kill = PATELedger(gamma=GAMMA, delta=DELTA)
     for record in cycle.journal_at_kill:
-        if record["kind"] == "queries":
-            at_kill.replay(record["votes"])
+        if record["kind"] == "release":
+            at_kill.replay([event_from_dict(record["event"])])
     assert first["pate_epsilon"] >= at_kill.epsilon > 0
     assert first["pate_epsilon_data_independent"] > at_kill.epsilon_data_independent
     replayed = first["privacy"]["releases_replayed_from_journal"]
@@ -336,5 +283,5 @@ def test_gnmax_journal_replays_answered_flags_and_refuses_other_settings(
     assert restarted.metrics()["answered"] == answered
     assert restarted.metrics()["epsilon"] == labeler.metrics()["epsilon"]
     other = confident(3.0)
-    with pytest.raises(PrivacyConfigError, match="pate_confident_threshold=2.0, .* has .*=3.0"):
+    with pytest.raises(PrivacyConfigError, match="threshold=2.0, .* ledger .*threshold=3.0"):
         other.ping()

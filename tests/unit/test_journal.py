@@ -1,6 +1,7 @@
 """PrivacyJournal: durable appends, torn-tail repair, corruption and component checks.
 
-ReplayJournal: the header's ledger id, checkpoint markers, finding a checkpoint's journal.
+ReplayJournal: the header's ledger id, checkpoint markers, finding a checkpoint's journal,
+and the generic replay of typed events into a ledger and a component.
 """
 
 from __future__ import annotations
@@ -9,18 +10,50 @@ import json
 import pathlib
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from rllib_privacy.accounting import (
+    EpsilonDeltaRelease,
     LDPLedger,
+    LDPReport,
     PrivacyJournal,
     PrivacyJournalError,
     ReplayJournal,
     default_journal_dir,
     journal_file,
 )
+from rllib_privacy.accounting.events import PrivacyEvent
 from rllib_privacy.accounting.journal import JournalNotFoundError, record_kind
+
+
+def report(agent_id: str, epsilon: float, mechanism: str = "laplace") -> LDPReport:
+    return LDPReport(agent_id=agent_id, epsilon=epsilon, mechanism=mechanism)
+
+
+class Recorder:
+    """A journaled component that only remembers what the journal gave it."""
+
+    def __init__(self, ledger: LDPLedger, snapshot: dict[str, Any] | None = None) -> None:
+        self.ledger = ledger
+        self.snapshot = snapshot or {}
+        self.releases: list[tuple[PrivacyEvent, dict[str, Any]]] = []
+        self.updates: list[dict[str, Any]] = []
+        self.snapshots: list[dict[str, Any]] = []
+
+    def journal_snapshot(self) -> dict[str, Any]:
+        return self.snapshot
+
+    def load_journal_snapshot(self, state: Mapping[str, Any]) -> None:
+        self.snapshots.append(dict(state))
+
+    def apply_journal_update(self, fields: Mapping[str, Any]) -> None:
+        self.updates.append(dict(fields))
+
+    def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
+        self.releases.append((event, dict(extras)))
 
 
 @pytest.fixture
@@ -223,13 +256,19 @@ def test_ldp_a3c_journal_written_before_the_one_journal_still_opens(
     path = tmp_path / "ldp_a3c.jsonl"
     old = PrivacyJournal(path, component="ldp_a3c")
     old.append({"type": "start", "journal_id": "abc"})
-    old.append({"type": "submission", "agent_id": "a"})
+    old.append({"type": "submission", "agent_id": "a", "epsilon": 0.5, "mechanism": "prs"})
     old.close()
-    journal = ReplayJournal(path, component="ldp_a3c")
-    assert journal.ledger_id == "abc"
-    assert [record_kind(r) for r in journal.records_to_replay()] == ["submission"]
+    ledger = LDPLedger()
+    journal = ReplayJournal(path, component="ldp_a3c", ledger=ledger)
+    assert journal.ledger_id == "abc" == ledger.ledger_id
+    assert [record_kind(r) for r in journal.records(after_seq=0)] == ["submission"]
     # A checkpoint marker of that version ({"id", "seq"}) still names its records.
-    assert journal.tail_after({"id": "abc", "seq": 0}) == journal.records_to_replay()
+    assert journal.tail_after({"id": "abc", "seq": 0}) == journal.records(after_seq=0)
+    component = Recorder(ledger)
+    assert journal.replay_all(component) == 1
+    assert ledger.epsilon_spent("a") == 0.5 and component.releases == [
+        (report("a", 0.5, "prs"), {"agent_id": "a", "epsilon": 0.5, "mechanism": "prs"})
+    ]
 
 
 def test_marker_past_the_end_of_its_journal_raises(tmp_path: pathlib.Path) -> None:
@@ -240,25 +279,62 @@ def test_marker_past_the_end_of_its_journal_raises(tmp_path: pathlib.Path) -> No
 
 
 def test_a_checkpoints_journal_is_found_only_by_its_header(tmp_path: pathlib.Path) -> None:
-    source = ReplayJournal(tmp_path / "old" / "c.jsonl", component="c")
-    source.append("release", n=1)
+    source = ReplayJournal(tmp_path / "old" / "c.jsonl", component="c", ledger=LDPLedger())
+    source.append_release(report("a", 0.25), n=1)
     marker = {**source.marker(), "journal_path": str(tmp_path / "gone.jsonl")}
-    source.append("release", n=2)
-    here = ReplayJournal(tmp_path / "new" / "c.jsonl", component="c")
+    source.append_release(report("a", 0.5), n=2)
+    ledger = LDPLedger()
+    here = ReplayJournal(tmp_path / "new" / "c.jsonl", component="c", ledger=ledger)
     # Files beside this journal that are another component's or another ledger's do not count.
     ReplayJournal(tmp_path / "new" / "other_ledger.jsonl", component="c")
     ReplayJournal(tmp_path / "new" / "other_component.jsonl", component="d")
     (tmp_path / "new" / "garbage.jsonl").write_text("not json\n")
     assert here.find_journal(marker) is None
-    replayed: list[dict] = []
+    component = Recorder(ledger, snapshot={"n": 2})
     with pytest.raises(JournalNotFoundError, match=source.ledger_id) as error:
-        here.after_restore(marker, replay=replayed.extend, snapshot=dict, accept_loss=False)
-    assert "gone.jsonl" in str(error.value) and replayed == []
+        here.after_restore(marker, component, accept_loss=False)
+    assert "gone.jsonl" in str(error.value) and component.releases == []
     copy = tmp_path / "new" / f"c.{source.ledger_id}.jsonl"
     copy.write_bytes(source.path.read_bytes())
     assert here.find_journal(marker) == copy
-    here.after_restore(marker, replay=replayed.extend, snapshot=lambda: {"n": 2})
-    assert [r["n"] for r in replayed] == [2]
+    here.after_restore(marker, component)
+    assert [extras["n"] for _, extras in component.releases] == [2]
+    assert ledger.epsilon_spent("a") == 0.5  # only the release after the checkpoint
     snapshot = here.records()[-1]
     assert snapshot["kind"] == "snapshot" and snapshot["state"] == {"n": 2}
     assert snapshot["restored_from"]["replayed_records"] == 1
+
+
+def test_releases_updates_and_snapshots_replay_generically(tmp_path: pathlib.Path) -> None:
+    ledger = LDPLedger(epsilon_budget_per_agent=0.5)
+    journal = ReplayJournal(tmp_path / "c.jsonl", component="c", ledger=ledger)
+    journal.append_release(report("a", 0.25), score=3)
+    journal.extend_releases([(report("a", 0.25), {}), (report("b", 0.5), {"score": 4})])
+    journal.append_update(stopped=True)
+    # Replayed even beyond the budget: the release may have left before a crash.
+    journal.append_release(report("a", 0.25))
+    restarted = LDPLedger(epsilon_budget_per_agent=0.5)
+    component = Recorder(restarted)
+    reopened = ReplayJournal(journal.path, component="c", ledger=restarted)
+    assert reopened.replay_all(component) == 4
+    assert restarted.epsilon_spent("a") == 0.75 and restarted.releases == 4
+    assert [extras for _, extras in component.releases] == [{"score": 3}, {}, {"score": 4}, {}]
+    assert component.updates == [{"stopped": True}]
+    journal.append_snapshot({"ledger": ledger.state_dict()})
+    component = Recorder(restarted)
+    reopened.replay(journal.records(after_seq=journal.last_seq - 1), component)
+    assert component.snapshots == [{"ledger": ledger.state_dict()}]
+
+
+def test_a_release_the_ledger_cannot_compose_is_refused(tmp_path: pathlib.Path) -> None:
+    journal = ReplayJournal(tmp_path / "c.jsonl", component="c", ledger=LDPLedger())
+    journal.append_release(EpsilonDeltaRelease(epsilon=1.0, delta=0.0))
+    journal.append_release(report("a", 0.25))
+    restarted = LDPLedger()
+    reopened = ReplayJournal(journal.path, component="c", ledger=restarted)
+    with pytest.raises(PrivacyJournalError, match="record 1 cannot be replayed.*LDPReport"):
+        reopened.replay_all(Recorder(restarted))
+    assert restarted.releases == 0
+    odd = ReplayJournal(tmp_path / "d.jsonl", component="d", ledger=LDPLedger())
+    with pytest.raises(PrivacyJournalError, match="unknown kind 'mystery'"):
+        odd.replay([{"kind": "mystery", "seq": 1}], Recorder(LDPLedger()))

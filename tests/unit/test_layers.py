@@ -223,7 +223,7 @@ mechanism = m.GradientMechanism("prs", 5.0, 1.0)
 out = mechanism.privatize(np.ones(8), rng)
 m.laplace_gradient(np.ones(8), epsilon=1.0, clip=0.01, rng=rng)
 ledger = a.LDPLedger(1.0)
-ledger.record("agent-0", 1.0, mechanism.name)
+ledger.record(a.LDPReport(agent_id="agent-0", epsilon=1.0, mechanism=mechanism.name))
 assert out.shape == (8,) and ledger.max_epsilon_spent == 1.0
 verdict = audit.audit_mechanism(
     lambda v, g: v + g.laplace(), 0.0, 1.0, epsilon=1.0, num_samples=100, rng=rng

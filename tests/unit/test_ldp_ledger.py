@@ -10,8 +10,13 @@ import tracemalloc
 
 import pytest
 
-from rllib_privacy.accounting import LDPLedger, per_submission_epsilon
+from rllib_privacy.accounting import LDPLedger, LDPReport, per_submission_epsilon
 from rllib_privacy.errors import BudgetExhaustedError
+
+
+def report(agent_id: str, epsilon: float, mechanism: str = "laplace") -> LDPReport:
+    """One ε-LDP report of ``agent_id``."""
+    return LDPReport(agent_id=agent_id, epsilon=epsilon, mechanism=mechanism)
 
 
 def roundtrip(ledger: LDPLedger) -> LDPLedger:
@@ -25,22 +30,22 @@ def test_empty_ledger() -> None:
     ledger = LDPLedger()
     assert ledger.epsilon_budget_per_agent == math.inf
     assert ledger.max_epsilon_spent == 0.0
-    assert ledger.num_releases == 0 and ledger.num_agents == 0
+    assert ledger.releases == 0 and ledger.num_agents == 0
     assert ledger.releases_by_mechanism == {}
     assert ledger.epsilon_spent("nobody") == 0.0
 
 
 def test_sequential_composition_per_agent() -> None:
     ledger = LDPLedger()
-    assert ledger.record("a", 0.5, "laplace") == 0.5
-    assert ledger.record("a", 0.25, "prs") == 0.75
-    assert ledger.record("a", 0.5, "laplace") == 1.25
-    assert ledger.record("b", 2.0, "prs") == 2.0
+    assert ledger.record(report("a", 0.5, "laplace")) == 0.5
+    assert ledger.record(report("a", 0.25, "prs")) == 0.75
+    assert ledger.record(report("a", 0.5, "laplace")) == 1.25
+    assert ledger.record(report("b", 2.0, "prs")) == 2.0
     assert ledger.epsilon_spent("a") == pytest.approx(1.25)
     assert ledger.epsilon_spent("b") == 2.0
     assert ledger.epsilon_spent("c") == 0.0
     assert ledger.max_epsilon_spent == 2.0
-    assert ledger.num_releases == 4 and ledger.num_agents == 2
+    assert ledger.releases == 4 and ledger.num_agents == 2
     assert ledger.releases_by_mechanism == {"laplace": 2, "prs": 2}
 
 
@@ -49,7 +54,7 @@ def test_max_epsilon_spent_is_worst_agent() -> None:
     spent: dict[str, float] = {}
     for i in range(200):
         agent, epsilon = f"agent-{i % 17}", 0.01 * (1 + i % 5)
-        ledger.record(agent, epsilon, "laplace" if i % 2 else "prs")
+        ledger.record(report(agent, epsilon, "laplace" if i % 2 else "prs"))
         spent[agent] = spent.get(agent, 0.0) + epsilon
     for agent, total in spent.items():
         assert ledger.epsilon_spent(agent) == pytest.approx(total, rel=1e-12)
@@ -59,21 +64,21 @@ def test_max_epsilon_spent_is_worst_agent() -> None:
 
 def test_budget_refusal_leaves_ledger_unchanged() -> None:
     ledger = LDPLedger(epsilon_budget_per_agent=1.0)
-    ledger.record("a", 0.6, "laplace")
+    ledger.record(report("a", 0.6, "laplace"))
     before = ledger.state_dict()
-    assert not ledger.can_release("a", 0.5)
+    assert not ledger.can_afford(report("a", 0.5))
     with pytest.raises(
         BudgetExhaustedError, match=r"agent 'a' has spent epsilon=0.6 of its budget 1.0"
     ):
-        ledger.record("a", 0.5, "laplace")
+        ledger.record(report("a", 0.5, "laplace"))
     assert ledger.state_dict() == before
-    assert ledger.epsilon_spent("a") == 0.6 and ledger.num_releases == 1
-    assert ledger.can_release("a", 0.4) and ledger.can_release("b", 1.0)
-    assert not ledger.can_release("b", 1.5)
-    ledger.record("a", 0.4, "laplace")  # fills the budget exactly
-    assert not ledger.can_release("a", 1e-6)
+    assert ledger.epsilon_spent("a") == 0.6 and ledger.releases == 1
+    assert ledger.can_afford(report("a", 0.4)) and ledger.can_afford(report("b", 1.0))
+    assert not ledger.can_afford(report("b", 1.5))
+    ledger.record(report("a", 0.4, "laplace"))  # fills the budget exactly
+    assert not ledger.can_afford(report("a", 1e-6))
     with pytest.raises(BudgetExhaustedError):
-        ledger.record("a", 1e-6, "prs")
+        ledger.record(report("a", 1e-6, "prs"))
 
 
 @pytest.mark.parametrize("submissions", [3, 7, 10, 1000])
@@ -83,9 +88,9 @@ def test_multi_round_submissions_fit_budget_despite_rounding(submissions: int) -
     assert per_submission == total / submissions
     ledger = LDPLedger(epsilon_budget_per_agent=total)
     for _ in range(submissions):
-        ledger.record("agent", per_submission, "laplace")
+        ledger.record(report("agent", per_submission, "laplace"))
     assert ledger.epsilon_spent("agent") == pytest.approx(total, rel=1e-12)
-    assert not ledger.can_release("agent", per_submission)
+    assert not ledger.can_afford(report("agent", per_submission))
     assert ledger.releases_by_mechanism == {"laplace": submissions}
 
 
@@ -101,12 +106,12 @@ def test_per_submission_epsilon_validation() -> None:
 
 def test_infinite_release_only_under_unlimited_budget() -> None:
     unlimited = LDPLedger()
-    unlimited.record("a", math.inf, "none")
-    assert unlimited.max_epsilon_spent == math.inf and unlimited.can_release("a", 1.0)
+    unlimited.record(report("a", math.inf, "none"))
+    assert unlimited.max_epsilon_spent == math.inf and unlimited.can_afford(report("a", 1.0))
     limited = LDPLedger(epsilon_budget_per_agent=10.0)
-    assert not limited.can_release("a", math.inf)
+    assert not limited.can_afford(report("a", math.inf))
     with pytest.raises(BudgetExhaustedError):
-        limited.record("a", math.inf, "none")
+        limited.record(report("a", math.inf, "none"))
 
 
 def test_argument_validation() -> None:
@@ -117,25 +122,25 @@ def test_argument_validation() -> None:
     ledger = LDPLedger()
     for bad in (0.0, -1.0, math.nan, "1", None):
         with pytest.raises(ValueError, match=r"^epsilon must be a number > 0"):
-            ledger.record("a", bad, "laplace")  # type: ignore[arg-type]
+            ledger.record(report("a", bad, "laplace"))  # type: ignore[arg-type]
         with pytest.raises(ValueError, match=r"^epsilon must be a number > 0"):
-            ledger.can_release("a", bad)  # type: ignore[arg-type]
+            ledger.can_afford(report("a", bad))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^agent_id must be a non-empty string"):
-        ledger.record("", 1.0, "laplace")
+        ledger.record(report("", 1.0, "laplace"))
     with pytest.raises(ValueError, match=r"^agent_id must be a non-empty string"):
-        ledger.record(3, 1.0, "laplace")  # type: ignore[arg-type]
+        ledger.record(report(3, 1.0, "laplace"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^mechanism must be a non-empty string"):
-        ledger.record("a", 1.0, "")
-    assert ledger.num_releases == 0
+        ledger.record(report("a", 1.0, ""))
+    assert ledger.releases == 0
 
 
 def _populated_ledger(budget: float) -> LDPLedger:
     ledger = LDPLedger(epsilon_budget_per_agent=budget)
-    ledger.record("a", 0.1, "laplace")
-    ledger.record("a", 0.1, "laplace")
-    ledger.record("a", 1 / 3, "prs")
-    ledger.record("b", 0.7, "prs")
-    ledger.record("c", 0.1, "laplace")
+    ledger.record(report("a", 0.1, "laplace"))
+    ledger.record(report("a", 0.1, "laplace"))
+    ledger.record(report("a", 1 / 3, "prs"))
+    ledger.record(report("b", 0.7, "prs"))
+    ledger.record(report("c", 0.1, "laplace"))
     return ledger
 
 
@@ -143,7 +148,7 @@ def _populated_ledger(budget: float) -> LDPLedger:
 def test_state_dict_json_round_trip_is_exact(budget: float) -> None:
     ledger = _populated_ledger(budget)
     if budget == math.inf:
-        ledger.record("d", math.inf, "none")
+        ledger.record(report("d", math.inf, "none"))
     restored = roundtrip(ledger)
     assert restored.state_dict() == ledger.state_dict()
     assert restored == ledger
@@ -152,20 +157,20 @@ def test_state_dict_json_round_trip_is_exact(budget: float) -> None:
     assert restored.max_epsilon_spent == ledger.max_epsilon_spent
     assert restored.epsilon_budget_per_agent == budget
     assert restored.releases_by_mechanism == ledger.releases_by_mechanism
-    assert restored.num_releases == ledger.num_releases
+    assert restored.releases == ledger.releases
     # The restored ledger continues the spent budget (a reset would be a privacy leak).
     if budget == 1.0:
-        assert not restored.can_release("b", 0.5)
+        assert not restored.can_afford(report("b", 0.5))
         with pytest.raises(BudgetExhaustedError):
-            restored.record("b", 0.5, "prs")
-    restored.record("a", 0.1, "laplace")
-    ledger.record("a", 0.1, "laplace")
+            restored.record(report("b", 0.5, "prs"))
+    restored.record(report("a", 0.1, "laplace"))
+    ledger.record(report("a", 0.1, "laplace"))
     assert restored == ledger
 
 
 def test_load_state_dict_replaces_contents() -> None:
     target = LDPLedger(epsilon_budget_per_agent=5.0)
-    target.record("zzz", 1.0, "laplace")
+    target.record(report("zzz", 1.0, "laplace"))
     source = _populated_ledger(1.0)
     target.load_state_dict(source.state_dict())
     assert target == source and target.epsilon_spent("zzz") == 0.0
@@ -229,11 +234,12 @@ def test_load_state_dict_rejects_garbage(state: object) -> None:
 
 def test_agent_replayed_over_its_budget_loads_and_releases_nothing_more() -> None:
     ledger = LDPLedger(epsilon_budget_per_agent=1.0)
-    ledger.record("a", 0.75, "laplace")
-    ledger.replay("a", 0.75, "laplace")  # a journaled release that may have left the agent
+    ledger.record(report("a", 0.75, "laplace"))
+    # A journaled release that may have left the agent:
+    ledger.replay([report("a", 0.75, "laplace")])
     restored = LDPLedger.from_state_dict(json.loads(json.dumps(ledger.state_dict())))
     assert restored.epsilon_spent("a") == 1.5 and restored.spent == (1.5, 0.0)
-    assert not restored.can_release("a", 1e-9) and restored.can_release("b", 1.0)
+    assert not restored.can_afford(report("a", 1e-9)) and restored.can_afford(report("b", 1.0))
 
 
 def test_memory_stays_compact_for_100k_single_release_agents() -> None:
@@ -245,7 +251,7 @@ def test_memory_stays_compact_for_100k_single_release_agents() -> None:
         baseline = tracemalloc.get_traced_memory()[0]
         ledger = LDPLedger(epsilon_budget_per_agent=1.0)
         for agent_id in agent_ids:
-            ledger.record(agent_id, 1.0, "prs")
+            ledger.record(report(agent_id, 1.0, "prs"))
         retained = tracemalloc.get_traced_memory()[0] - baseline
     finally:
         tracemalloc.stop()

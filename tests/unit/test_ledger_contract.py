@@ -1,8 +1,10 @@
 """The contract every privacy ledger implements (``rllib_privacy.accounting.ledger.Ledger``).
 
 As dp-accounting and Opacus do for their accountants, the behaviour every ledger must have is
-written once, in :class:`LedgerContract`, and each ledger gets a subclass that says how to
-build it and how to record one release. A new ledger is covered by adding a subclass.
+written once, in ``LedgerContract``, and each ledger gets a subclass that says how to build it
+and which event one release is. Recording, affording and replaying go through the one
+interface of ``Ledger``: ``record(event)``, ``can_afford(event)``, ``replay(events)``. A new
+ledger is covered by adding a subclass.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from rllib_privacy.accounting import LDPLedger, PATELedger, TeacherLedger
+from rllib_privacy.accounting import (
+    DirichletAnswer,
+    EpsilonDeltaRelease,
+    LDPLedger,
+    LDPReport,
+    PATELedger,
+    PATEQueries,
+    PrivacyEvent,
+    TeacherLedger,
+)
 from rllib_privacy.accounting.ledger import Ledger
 from rllib_privacy.errors import BudgetExhaustedError
 
@@ -40,20 +51,21 @@ class LedgerContract(abc.ABC):
     releases_per_record = 1
 
     @abc.abstractmethod
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         """A new ledger whose budget affords exactly ``budget_releases`` (None: unlimited)."""
 
     @abc.abstractmethod
-    def record_one(self, ledger: Ledger) -> None:
-        """Record one release (the same one every time) through ``ledger.record``."""
+    def event(self) -> PrivacyEvent:
+        """The release every ``record_one`` records (the same one every time)."""
 
-    @abc.abstractmethod
-    def can_afford_one(self, ledger: Ledger) -> bool:
-        """``ledger.can_afford`` for the release :meth:`record_one` records."""
+    def record_one(self, ledger: Ledger[Any]) -> None:
+        ledger.record(self.event())
 
-    @abc.abstractmethod
-    def replay_one(self, ledger: Ledger) -> None:
-        """Record that release as read back from a journal (beyond the budget too)."""
+    def can_afford_one(self, ledger: Ledger[Any]) -> bool:
+        return ledger.can_afford(self.event())
+
+    def replay_one(self, ledger: Ledger[Any]) -> None:
+        ledger.replay([self.event()])
 
     # ------------------------------------------------------------------ the contract
 
@@ -152,6 +164,34 @@ class LedgerContract(abc.ABC):
         assert restored.spent == ledger.spent and restored.releases == ledger.releases
         assert restored.remaining[0] == 0.0 and not self.can_afford_one(restored)
 
+    def test_event_of_another_kind_is_refused_and_changes_nothing(self) -> None:
+        ledger = self.make_ledger(budget_releases=BUDGET)
+        self.record_one(ledger)
+        before = ledger.state_dict()
+        others = [
+            EpsilonDeltaRelease(epsilon=0.1, delta=0.0),
+            DirichletAnswer(k=5.0, eta=0.05, radius=0.1, num_actions=2),
+            LDPReport(agent_id="agent-0", epsilon=0.25, mechanism="laplace"),
+            PATEQueries(votes=((7, 1, 0),), aggregator="lnmax", gamma=0.05),
+        ]
+        for other in others:
+            if isinstance(other, ledger.event_types):
+                continue
+            assert not ledger.accepts(other)
+            for call in (ledger.record, ledger.can_afford, lambda e: ledger.replay([e])):
+                with pytest.raises(ValueError, match="records"):
+                    call(other)
+        assert ledger.state_dict() == before and ledger.accepts(self.event())
+
+    def test_replay_adds_exactly_what_record_adds(self) -> None:
+        recorded = self.make_ledger(budget_releases=None)
+        replayed = self.make_ledger(budget_releases=None)
+        for _ in range(3):
+            self.record_one(recorded)
+        replayed.replay([self.event()] * 3)
+        assert replayed.state_dict() == recorded.state_dict()
+        assert replayed.spent == recorded.spent and replayed.releases == recorded.releases
+
     def test_ledger_id_is_stable_and_adoptable(self) -> None:
         ledger = self.make_ledger(budget_releases=BUDGET)
         ledger_id = ledger.ledger_id
@@ -178,22 +218,14 @@ class TestTeacherLedgerBasic(LedgerContract):
     """The kickstart teacher's ledger, basic composition."""
 
     composition = "basic"
-    release = {"k": 5.0, "epsilon": 0.5, "delta": 1e-6}
+    releases_per_record = 2
 
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
         return TeacherLedger(epsilon_budget=budget, composition=self.composition)
 
-    def record_one(self, ledger: Ledger) -> None:
-        ledger.record(**self.release, count=2)
-
-    def can_afford_one(self, ledger: Ledger) -> bool:
-        return ledger.can_afford(epsilon=0.5, delta=1e-6, count=2)
-
-    def replay_one(self, ledger: Ledger) -> None:
-        ledger.replay(**self.release, count=2)  # type: ignore[attr-defined]
-
-    releases_per_record = 2
+    def event(self) -> PrivacyEvent:
+        return EpsilonDeltaRelease(epsilon=0.5, delta=1e-6, count=2)
 
 
 class TestTeacherLedgerAdvanced(TestTeacherLedgerBasic):
@@ -203,42 +235,29 @@ class TestTeacherLedgerAdvanced(TestTeacherLedgerBasic):
 
 
 class TestLDPLedger(LedgerContract):
-    """PGC-A3C's per-agent LDP ledger (and the privatizing learners' ledger)."""
+    """LDPA3C's per-agent LDP ledger (and the privatizing learners' ledger)."""
 
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         budget = math.inf if budget_releases is None else 0.25 * budget_releases
         return LDPLedger(epsilon_budget_per_agent=budget)
 
-    def record_one(self, ledger: Ledger) -> None:
-        ledger.record("agent-0", 0.25, "laplace")
-
-    def can_afford_one(self, ledger: Ledger) -> bool:
-        return ledger.can_afford("agent-0", 0.25)
-
-    def replay_one(self, ledger: Ledger) -> None:
-        ledger.replay("agent-0", 0.25, "laplace")  # type: ignore[attr-defined]
+    def event(self) -> PrivacyEvent:
+        return LDPReport(agent_id="agent-0", epsilon=0.25, mechanism="laplace")
 
 
 class TestPATELedgerDataIndependent(LedgerContract):
     """PATE's query ledger, budget on the data-independent ε."""
 
     basis = "data_independent"
-    votes = [[7, 1, 0], [5, 3, 0]]
+    votes = ((7, 1, 0), (5, 3, 0))
+    releases_per_record = 2
 
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
         return PATELedger(gamma=0.05, delta=1e-5, epsilon_budget=budget, budget_basis=self.basis)
 
-    def record_one(self, ledger: Ledger) -> None:
-        ledger.record(self.votes)
-
-    def can_afford_one(self, ledger: Ledger) -> bool:
-        return ledger.can_afford(self.votes)
-
-    def replay_one(self, ledger: Ledger) -> None:
-        ledger.replay(self.votes)  # type: ignore[attr-defined]
-
-    releases_per_record = 2
+    def event(self) -> PrivacyEvent:
+        return PATEQueries(votes=self.votes, aggregator="lnmax", gamma=0.05)
 
 
 class TestPATELedgerDataDependent(TestPATELedgerDataIndependent):
@@ -252,7 +271,7 @@ class TestPATELedgerGNMax(TestPATELedgerDataIndependent):
 
     basis = "data_dependent"
 
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
         return PATELedger(
             aggregator="gnmax",
@@ -262,22 +281,18 @@ class TestPATELedgerGNMax(TestPATELedgerDataIndependent):
             budget_basis=self.basis,
         )
 
+    def event(self) -> PrivacyEvent:
+        return PATEQueries(votes=self.votes, aggregator="gnmax", sigma=2.0)
+
 
 class TestTeacherLedgerRDP(LedgerContract):
     """The kickstart teacher's ledger, Rényi DP composition (the default in the config)."""
 
-    release = {"k": 5.0, "eta": 0.05, "radius": 0.1, "num_actions": 2}
     releases_per_record = 2
 
-    def make_ledger(self, *, budget_releases: int | None) -> Ledger:
+    def make_ledger(self, *, budget_releases: int | None) -> Ledger[Any]:
         budget = math.inf if budget_releases is None else _probe_budget(self, budget_releases)
         return TeacherLedger(epsilon_budget=budget, delta_budget=1e-5, composition="rdp")
 
-    def record_one(self, ledger: Ledger) -> None:
-        ledger.record(**self.release, count=2)
-
-    def can_afford_one(self, ledger: Ledger) -> bool:
-        return ledger.can_afford(**self.release, count=2)
-
-    def replay_one(self, ledger: Ledger) -> None:
-        ledger.replay(**self.release, count=2)  # type: ignore[attr-defined]
+    def event(self) -> PrivacyEvent:
+        return DirichletAnswer(k=5.0, eta=0.05, radius=0.1, num_actions=2, count=2)

@@ -134,13 +134,13 @@ def test_ledger_budget_stops_queries_and_records_nothing_over_it() -> None:
     ledger = PATELedger(gamma=GAMMA, delta=DELTA, epsilon_budget=budget)
     votes = _two_class_votes(0, num_queries=150)
     assert ledger.affordable(votes) == 100 and ledger.affordable(num_queries=150) == 100
-    ledger.record(votes[:60])
-    assert ledger.can_afford(num_queries=40) and not ledger.can_afford(num_queries=41)
+    ledger.record(ledger.queries(votes[:60]))
+    assert ledger.affordable(num_queries=41) == 40
     with pytest.raises(BudgetExhaustedError, match="only 40 of 41"):
-        ledger.record(votes[:41])
+        ledger.record(ledger.queries(votes[:41]))
     assert ledger.num_queries == 60
-    ledger.record(votes[:40])
-    assert not ledger.can_afford() and ledger.affordable(votes) == 0
+    ledger.record(ledger.queries(votes[:40]))
+    assert ledger.affordable(num_queries=1) == 0 and ledger.affordable(votes) == 0
     assert ledger.epsilon_data_independent == pytest.approx(budget)
 
 
@@ -162,7 +162,7 @@ def test_ledger_state_dict_round_trips_through_json() -> None:
     rng = np.random.default_rng(5)
     ledger = PATELedger(gamma=0.1, delta=1e-6, max_order=10, epsilon_budget=50.0, max_queries=900)
     votes = rng.multinomial(10, [0.7, 0.2, 0.1], size=500)
-    ledger.record(votes)
+    ledger.record(ledger.queries(votes))
     state = json.loads(json.dumps(ledger.state_dict()))
     restored = PATELedger.from_state_dict(state)
     assert restored == ledger and restored.num_queries == 500
@@ -237,7 +237,7 @@ def test_ledger_charges_every_unanimous_query() -> None:
     one = data_dependent_log_moments([24, 0], gamma=2.0)
     assert np.all(one > 0)
     ledger = PATELedger(gamma=2.0, delta=DELTA, budget_basis="data_dependent")
-    ledger.record(votes)
+    ledger.record(ledger.queries(votes))
     result = ledger.result(data_dependent=True)
     np.testing.assert_allclose(result.log_moments, 100_000 * one, rtol=1e-9)
     assert result.log_moments[7] > 0.1  # ≈ 0.14: not free
@@ -250,7 +250,7 @@ def test_ledger_charges_every_unanimous_query() -> None:
 
 def test_version_1_state_loads_as_lnmax() -> None:
     ledger = PATELedger(gamma=0.1, delta=1e-5, epsilon_budget=20.0)
-    ledger.record([[7, 1, 0], [7, 1, 0], [4, 4, 0]])
+    ledger.record(ledger.queries([[7, 1, 0], [7, 1, 0], [4, 4, 0]]))
     v1 = {
         "format": "rllib_privacy.PATELedger",
         "version": 1,
@@ -279,7 +279,7 @@ def test_gnmax_ledger_composes_rdp_and_converts_like_dp_accounting() -> None:
     rng = np.random.default_rng(3)
     votes = rng.multinomial(250, [0.9, 0.05, 0.05], size=300)
     ledger = _gnmax_ledger()
-    ledger.record(votes)
+    ledger.record(ledger.queries(votes))
     orders = ledger.orders
     expected = gnmax_rdp(votes, sigma=40.0, orders=orders).sum(axis=0)
     np.testing.assert_allclose(ledger.result().log_moments, expected, rtol=1e-9)
@@ -297,13 +297,13 @@ def test_gnmax_ledger_composes_rdp_and_converts_like_dp_accounting() -> None:
 
 def test_gnmax_ledger_budget_and_state_round_trip() -> None:
     probe = _gnmax_ledger()
-    probe.record(np.tile([200, 30, 20], (100, 1)))
+    probe.record(probe.queries(np.tile([200, 30, 20], (100, 1))))
     budget = probe.epsilon_data_independent
     ledger = _gnmax_ledger(epsilon_budget=budget)
     assert ledger.affordable(num_queries=150) == 100
-    ledger.record(np.tile([200, 30, 20], (60, 1)))
+    ledger.record(ledger.queries(np.tile([200, 30, 20], (60, 1))))
     with pytest.raises(BudgetExhaustedError):
-        ledger.record(np.tile([200, 30, 20], (41, 1)))
+        ledger.record(ledger.queries(np.tile([200, 30, 20], (41, 1))))
     assert ledger.num_queries == 60
     state = json.loads(json.dumps(ledger.state_dict()))
     restored = PATELedger.from_state_dict(state)
@@ -318,7 +318,7 @@ def test_confident_gnmax_ledger_charges_thresholds_and_answers() -> None:
     ledger = _gnmax_ledger(aggregator="confident_gnmax", **settings)
     votes = np.array([[240, 5, 5], [100, 90, 60], [240, 5, 5]])
     answered = np.array([True, False, True])
-    ledger.record(votes, answered=answered)
+    ledger.record(ledger.queries(votes, answered=answered))
     assert (ledger.num_queries, ledger.num_answered) == (3, 2)
     expected = confident_gnmax_rdp(
         votes, answered, sigma=40.0, orders=ledger.orders, **settings
@@ -333,7 +333,7 @@ def test_confident_gnmax_ledger_charges_thresholds_and_answers() -> None:
     assert restored.state_dict()["answered"] == [True, False]
     # The data-independent budget assumes every next query is answered (the worst case).
     worst = _gnmax_ledger(aggregator="confident_gnmax", **settings)
-    worst.record(votes, answered=np.ones(3, dtype=bool))
+    worst.record(worst.queries(votes, answered=np.ones(3, dtype=bool)))
     capped = _gnmax_ledger(
         aggregator="confident_gnmax", epsilon_budget=worst.epsilon_data_independent, **settings
     )
@@ -350,4 +350,4 @@ def test_ledger_settings_belong_to_their_aggregator() -> None:
     with pytest.raises(ValueError, match="aggregator"):
         PATELedger(aggregator="rnmax", gamma=0.1, delta=DELTA)
     with pytest.raises(ValueError, match="answered applies"):
-        PATELedger(gamma=0.1, delta=DELTA).record([3, 1], answered=[True])
+        PATELedger(gamma=0.1, delta=DELTA).queries([3, 1], answered=[True])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,8 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_privacy.accounting import LDPLedger, PrivacyJournalError
-from rllib_privacy.accounting.journal import SNAPSHOT, ReplayJournal, record_kind
+from rllib_privacy.accounting.events import LDPReport, PrivacyEvent
+from rllib_privacy.accounting.journal import ReplayJournal
 from rllib_privacy.accounting.shuffle import shuffle_epsilon
 from rllib_privacy.algorithms.ldp_a3c.fleet import evaluation_gravities, greedy_evaluation
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
@@ -45,8 +47,8 @@ from rllib_privacy.envs.cartpole_gravity import (
     validate_positive_choices,
 )
 from rllib_privacy.errors import BudgetExhaustedError
-from rllib_privacy.teachers.journaling import algorithm_journal_path
 from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.journaling import algorithm_journal_path
 
 _REQUEST_TAG = "ldp_submit"
 #: Component name of LDPA3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
@@ -91,22 +93,22 @@ def _reduce_learner_metrics(learner: Learner) -> dict[str, Any]:
     return learner.metrics.reduce()
 
 
-def _journal_record(submission: GradientSubmission) -> dict[str, Any]:
-    """What the journal keeps of a submission: its ledger event and public scalars."""
+def _report(submission: GradientSubmission) -> LDPReport:
+    """The privacy event of a submission: its agent's ε-LDP report."""
+    return LDPReport(
+        agent_id=submission.agent_id, epsilon=submission.epsilon, mechanism=submission.mechanism
+    )
+
+
+def _journal_extras(submission: GradientSubmission) -> dict[str, Any]:
+    """What the journal keeps of a submission besides its report: public scalars."""
     return {
         "id": submission.submission_id,
-        "agent_id": submission.agent_id,
         "agent_sequence": submission.agent_sequence,
-        "epsilon": "inf" if math.isinf(submission.epsilon) else submission.epsilon,
-        "mechanism": submission.mechanism,
         "score": submission.score,
         "env_steps": submission.env_steps,
         "weights_version": submission.weights_version,
     }
-
-
-def _decode_epsilon(value: float | str) -> float:
-    return math.inf if value == "inf" else float(value)
 
 
 class LDPA3C(Algorithm):
@@ -160,11 +162,9 @@ class LDPA3C(Algorithm):
             component=JOURNAL_COMPONENT,
             ledger=self._ledger,
         )
-        records = self._journal.records_to_replay()
-        if records:
-            # A trial that crashed before its first checkpoint restarts from scratch in
-            # the same trial dir: its releases are in the journal, its updates are lost.
-            self._replay(records)
+        # A trial that crashed before its first checkpoint restarts from scratch in the same
+        # trial dir: its releases are in the journal, its updates are lost.
+        if self._journal.replay_all(self):
             logger.warning(
                 "LDPA3C: replayed %d releases from the privacy journal %s (their updates "
                 "were lost with the crash; the spent budget is kept)",
@@ -172,36 +172,33 @@ class LDPA3C(Algorithm):
                 self._journal.path,
             )
 
-    def _replay(self, records: list[dict[str, Any]]) -> None:
-        """Re-applies journal records to the ledger and scores (never to θ)."""
-        for record in records:
-            kind = record_kind(record)
-            if kind == "submission":
-                # Counted even beyond the budget: the release may have left before a crash.
-                self._ledger.replay(
-                    record["agent_id"], _decode_epsilon(record["epsilon"]), record["mechanism"]
-                )
-                self._scores.add(float(record["score"]), int(record["env_steps"]))
-                self._replayed += 1
-            elif kind == SNAPSHOT:
-                # Journals written before the one ReplayJournal kept the fields at the top.
-                snapshot = record.get("state", record)
-                self._ledger.load_state_dict(snapshot["ledger"])
-                self._scores.load_state_dict(snapshot["scores"])
-                self._replayed = int(snapshot["releases_replayed"])
-            else:
-                raise PrivacyJournalError(
-                    f"privacy journal {str(self._journal.path)!r} record {record['seq']} has "
-                    f"an unknown type {kind!r} for LDPA3C; was it written by another program?"
-                )
+    # The JournaledComponent protocol (rllib_privacy.accounting.journal):
 
-    def _privacy_state(self) -> dict[str, Any]:
+    def journal_snapshot(self) -> dict[str, Any]:
         """The totals a journal snapshot holds (ledger, scores, replayed count)."""
         return {
             "ledger": self._ledger.state_dict(),
             "scores": self._scores.state_dict(),
             "releases_replayed": self._replayed,
         }
+
+    def load_journal_snapshot(self, state: Mapping[str, Any]) -> None:
+        """Reset the ledger, the scores and the replayed count to a ``journal_snapshot()``."""
+        self._ledger.load_state_dict(state["ledger"])
+        self._scores.load_state_dict(state["scores"])
+        self._replayed = int(state["releases_replayed"])
+
+    def apply_journal_update(self, fields: Mapping[str, Any]) -> None:
+        """The aggregator journals no updates: a record of one is not this journal's."""
+        raise PrivacyJournalError(
+            f"privacy journal {str(self._journal.path)!r} holds an update {dict(fields)!r}, "
+            "which LDPA3C never writes; was it written by another program?"
+        )
+
+    def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
+        """Add a replayed submission's score (never its gradient: θ rolled back with it)."""
+        self._scores.add(float(extras["score"]), int(extras["env_steps"]))
+        self._replayed += 1
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
         """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
@@ -270,7 +267,7 @@ class LDPA3C(Algorithm):
                     f"aggregator accepts only GradientSubmission objects, got {type(submission)}"
                 )
             agent = submission.agent_id
-            recorded = self._ledger.num_releases_of(agent) + pending.get(agent, 0)
+            recorded = self._ledger.releases_of(agent) + pending.get(agent, 0)
             # An agent numbers its submissions 1, 2, ... in order, so a number that is not
             # above the count already recorded was delivered before.
             if submission.agent_sequence <= recorded:
@@ -279,7 +276,10 @@ class LDPA3C(Algorithm):
             # Checked before anything is journaled or applied; earlier releases of the same
             # agent in this batch count too.
             pending_epsilon[agent] = pending_epsilon.get(agent, 0.0) + submission.epsilon
-            if not self._ledger.can_release(agent, pending_epsilon[agent]):
+            pending_report = LDPReport(
+                agent_id=agent, epsilon=pending_epsilon[agent], mechanism=submission.mechanism
+            )
+            if not self._ledger.can_afford(pending_report):
                 raise BudgetExhaustedError(
                     f"agent {agent!r} has spent epsilon={self._ledger.epsilon_spent(agent)!r} "
                     f"of its budget {self._ledger.epsilon_budget_per_agent!r}; submission "
@@ -290,9 +290,9 @@ class LDPA3C(Algorithm):
             fresh.append(submission)
         # Write-ahead: the releases are durable before any of them touches θ, so a crash
         # from here on can only over-count the budget, never forget it.
-        self._journal.extend("submission", (_journal_record(submission) for submission in fresh))
+        self._journal.extend_releases((_report(s), _journal_extras(s)) for s in fresh)
         for submission in fresh:
-            self._ledger.record(submission.agent_id, submission.epsilon, submission.mechanism)
+            self._ledger.record(_report(submission))
             self._scores.add(submission.score, submission.env_steps)
             self._applied += 1
             mean_gradient = self._buffer.add(submission.gradient)
@@ -333,7 +333,7 @@ class LDPA3C(Algorithm):
             keys.LDP_FST_REACHED: float(scores.fst is not None),
             keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
             keys.PRIVACY_DELTA_SPENT: 0.0,
-            keys.PRIVACY_RELEASES: ledger.num_releases,
+            keys.PRIVACY_RELEASES: ledger.releases,
             keys.PRIVACY_RELEASES_REPLAYED: self._replayed,
             keys.LDP_APPLIED_SUBMISSIONS: self._applied,
             # Recorded releases whose gradient is not in this θ's history (a rollback).
@@ -453,9 +453,7 @@ class LDPA3C(Algorithm):
             # Requests in flight now are not lost yet: count from here.
             self._requests_sent, self._requests_answered = self._in_flight(), 0
             self._replayed = int(aggregator.get("releases_replayed", 0))
-            self._journal.after_restore(
-                aggregator.get("journal"), replay=self._replay, snapshot=self._privacy_state
-            )
+            self._journal.after_restore(aggregator.get("journal"), self)
         self._weights = self._on_learner(_flat_weights)
 
     @override(Algorithm)

@@ -32,7 +32,7 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
 from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
-from rllib_privacy.teachers.journaling import check_journal_dir
+from rllib_privacy.utils.journaling import check_journal_dir
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm import Algorithm

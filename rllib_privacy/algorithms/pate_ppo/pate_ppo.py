@@ -44,11 +44,11 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
-from rllib_privacy.teachers.journaling import (
+from rllib_privacy.utils import metrics as keys
+from rllib_privacy.utils.journaling import (
     algorithm_journal_path,
     check_journal_dir,
 )
-from rllib_privacy.utils import metrics as keys
 
 #: Result keys copied to the top level, in this order (Tune's table shows the first ones).
 HEADLINE_KEYS = (
