@@ -278,7 +278,7 @@ class JournalPrivacyMixin:
     def privacy(
         self,
         *,
-        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,  # type: ignore[assignment]
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
     ) -> Any:
         """Sets where the write-ahead privacy journal lives (docs/privacy-journal.md).
 

@@ -72,9 +72,9 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
     def count_exploration(
         self,
         *,
-        count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
-        count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
-        count_exploration_flatten_observations: bool = NotProvided,  # type: ignore[assignment]
+        count_exploration_config: dict[str, Any] | None = NotProvided,
+        count_exploration_scope: str = NotProvided,
+        count_exploration_flatten_observations: bool = NotProvided,
     ) -> Self:
         """Sets the exploration bonus (docs/configuration.md, ``.count_exploration()``).
 

@@ -145,23 +145,23 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     def teacher(
         self,
         *,
-        teacher_checkpoint: str = NotProvided,  # type: ignore[assignment]
-        teacher_mechanism: str = NotProvided,  # type: ignore[assignment]
-        teacher_k: float = NotProvided,  # type: ignore[assignment]
-        teacher_vanishing_coefficient: float = NotProvided,  # type: ignore[assignment]
-        teacher_eta: float = NotProvided,  # type: ignore[assignment]
-        teacher_tau: float = NotProvided,  # type: ignore[assignment]
-        teacher_adjacency: float = NotProvided,  # type: ignore[assignment]
-        teacher_lipschitz: float | None = NotProvided,  # type: ignore[assignment]
-        teacher_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
-        teacher_delta_budget: float = NotProvided,  # type: ignore[assignment]
-        teacher_min_k: float = NotProvided,  # type: ignore[assignment]
-        teacher_composition: str = NotProvided,  # type: ignore[assignment]
-        teacher_delta_samples: int = NotProvided,  # type: ignore[assignment]
-        teacher_delta_confidence: float = NotProvided,  # type: ignore[assignment]
-        teacher_seed: int | None = NotProvided,  # type: ignore[assignment]
-        teacher_secure_mode: bool = NotProvided,  # type: ignore[assignment]
-        teacher_cache_bits: int = NotProvided,  # type: ignore[assignment]
+        teacher_checkpoint: str = NotProvided,
+        teacher_mechanism: str = NotProvided,
+        teacher_k: float = NotProvided,
+        teacher_vanishing_coefficient: float = NotProvided,
+        teacher_eta: float = NotProvided,
+        teacher_tau: float = NotProvided,
+        teacher_adjacency: float = NotProvided,
+        teacher_lipschitz: float | None = NotProvided,
+        teacher_epsilon_budget: float = NotProvided,
+        teacher_delta_budget: float = NotProvided,
+        teacher_min_k: float = NotProvided,
+        teacher_composition: str = NotProvided,
+        teacher_delta_samples: int = NotProvided,
+        teacher_delta_confidence: float = NotProvided,
+        teacher_seed: int | None = NotProvided,
+        teacher_secure_mode: bool = NotProvided,
+        teacher_cache_bits: int = NotProvided,
     ) -> Self:
         """Sets the teacher: which one, its Dirichlet mechanism and its budget.
 
@@ -208,14 +208,14 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     def kickstart(
         self,
         *,
-        kickstart_coeff: float = NotProvided,  # type: ignore[assignment]
-        kickstart_lambda: float = NotProvided,  # type: ignore[assignment]
-        kickstart_beta: float = NotProvided,  # type: ignore[assignment]
-        kickstart_loss: str = NotProvided,  # type: ignore[assignment]
-        kickstart_query_rule: str = NotProvided,  # type: ignore[assignment]
-        kickstart_query_confidence: float = NotProvided,  # type: ignore[assignment]
-        kickstart_answer_replay_size: int = NotProvided,  # type: ignore[assignment]
-        kickstart_answer_replay_capacity: int = NotProvided,  # type: ignore[assignment]
+        kickstart_coeff: float = NotProvided,
+        kickstart_lambda: float = NotProvided,
+        kickstart_beta: float = NotProvided,
+        kickstart_loss: str = NotProvided,
+        kickstart_query_rule: str = NotProvided,
+        kickstart_query_confidence: float = NotProvided,
+        kickstart_answer_replay_size: int = NotProvided,
+        kickstart_answer_replay_capacity: int = NotProvided,
     ) -> Self:
         """Sets the student's privacy-aware kickstart term (eq. 15-17).
 

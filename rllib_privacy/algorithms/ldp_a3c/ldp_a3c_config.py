@@ -192,8 +192,8 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def training(
         self,
         *,
-        vf_loss_coeff: float = NotProvided,  # type: ignore[assignment]
-        entropy_coeff: float = NotProvided,  # type: ignore[assignment]
+        vf_loss_coeff: float = NotProvided,
+        entropy_coeff: float = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """RLlib's ``training()`` plus the loss weights of the paper's eq. 15-18.
@@ -221,16 +221,16 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def privacy(
         self,
         *,
-        privacy_mechanism: str = NotProvided,  # type: ignore[assignment]
-        privacy_epsilon: float = NotProvided,  # type: ignore[assignment]
-        privacy_clip: float | None = NotProvided,  # type: ignore[assignment]
-        privacy_policy_clip_share: float | None = NotProvided,  # type: ignore[assignment]
-        privacy_reduced_dim: int | None = NotProvided,  # type: ignore[assignment]
-        privacy_debias: bool = NotProvided,  # type: ignore[assignment]
-        privacy_secure_mode: bool = NotProvided,  # type: ignore[assignment]
-        privacy_zero_signal_control: bool = NotProvided,  # type: ignore[assignment]
-        privacy_shuffle_delta: float = NotProvided,  # type: ignore[assignment]
-        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,  # type: ignore[assignment]
+        privacy_mechanism: str = NotProvided,
+        privacy_epsilon: float = NotProvided,
+        privacy_clip: float | None = NotProvided,
+        privacy_policy_clip_share: float | None = NotProvided,
+        privacy_reduced_dim: int | None = NotProvided,
+        privacy_debias: bool = NotProvided,
+        privacy_secure_mode: bool = NotProvided,
+        privacy_zero_signal_control: bool = NotProvided,
+        privacy_shuffle_delta: float = NotProvided,
+        privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
     ) -> Self:
         """Sets the gradient mechanism every local agent applies before anything leaves it.
 
@@ -266,14 +266,14 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def agents(
         self,
         *,
-        agents_per_env_runner: int = NotProvided,  # type: ignore[assignment]
-        agents_submissions_per_agent: int = NotProvided,  # type: ignore[assignment]
-        agents_episodes_per_submission: int = NotProvided,  # type: ignore[assignment]
-        agents_action_selection: str = NotProvided,  # type: ignore[assignment]
-        agents_exploration_alpha: float = NotProvided,  # type: ignore[assignment]
-        agents_exploration_alpha_zero_at: int = NotProvided,  # type: ignore[assignment]
-        agents_loss_reduction: str = NotProvided,  # type: ignore[assignment]
-        agents_normalize_advantages: bool = NotProvided,  # type: ignore[assignment]
+        agents_per_env_runner: int = NotProvided,
+        agents_submissions_per_agent: int = NotProvided,
+        agents_episodes_per_submission: int = NotProvided,
+        agents_action_selection: str = NotProvided,
+        agents_exploration_alpha: float = NotProvided,
+        agents_exploration_alpha_zero_at: int = NotProvided,
+        agents_loss_reduction: str = NotProvided,
+        agents_normalize_advantages: bool = NotProvided,
     ) -> Self:
         """Sets what one local agent does: episodes, actions, its A3C loss, the fleet.
 
@@ -304,10 +304,10 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def aggregator(
         self,
         *,
-        aggregator_max_buffer: int | None = NotProvided,  # type: ignore[assignment]
-        aggregator_optimizer: str = NotProvided,  # type: ignore[assignment]
-        aggregator_submissions_per_iteration: int = NotProvided,  # type: ignore[assignment]
-        aggregator_submissions_per_request: int = NotProvided,  # type: ignore[assignment]
+        aggregator_max_buffer: int | None = NotProvided,
+        aggregator_optimizer: str = NotProvided,
+        aggregator_submissions_per_iteration: int = NotProvided,
+        aggregator_submissions_per_request: int = NotProvided,
     ) -> Self:
         """Sets how the aggregator buffers and applies the privatized gradients (eq. 22).
 
@@ -330,9 +330,9 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def scoring(
         self,
         *,
-        scoring_fst_target_score: float = NotProvided,  # type: ignore[assignment]
-        scoring_eval_episodes: int = NotProvided,  # type: ignore[assignment]
-        scoring_eval_heldout_gravities: float | list[float] = NotProvided,  # type: ignore[assignment]
+        scoring_fst_target_score: float = NotProvided,
+        scoring_eval_episodes: int = NotProvided,
+        scoring_eval_heldout_gravities: float | list[float] = NotProvided,
     ) -> Self:
         """Sets how a run is scored: the paper's FST and a greedy evaluation.
 
@@ -353,9 +353,9 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
     def count_exploration(
         self,
         *,
-        count_exploration_config: dict[str, Any] | None = NotProvided,  # type: ignore[assignment]
-        count_exploration_scope: str = NotProvided,  # type: ignore[assignment]
-        count_exploration_flatten_observations: bool = NotProvided,  # type: ignore[assignment]
+        count_exploration_config: dict[str, Any] | None = NotProvided,
+        count_exploration_scope: str = NotProvided,
+        count_exploration_flatten_observations: bool = NotProvided,
     ) -> Self:
         """Adds Tang et al.'s count bonus to each local agent's rewards.
 

@@ -97,13 +97,13 @@ class LDPPPOConfig(GroupedConfigMixin, PPOConfig):
     def privacy(
         self,
         *,
-        privacy_mechanism: str = NotProvided,  # type: ignore[assignment]
-        privacy_epsilon: float = NotProvided,  # type: ignore[assignment]
-        privacy_clip: float | None = NotProvided,  # type: ignore[assignment]
-        privacy_reduced_dim: int | None = NotProvided,  # type: ignore[assignment]
-        privacy_debias: bool = NotProvided,  # type: ignore[assignment]
-        privacy_secure_mode: bool = NotProvided,  # type: ignore[assignment]
-        privacy_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
+        privacy_mechanism: str = NotProvided,
+        privacy_epsilon: float = NotProvided,
+        privacy_clip: float | None = NotProvided,
+        privacy_reduced_dim: int | None = NotProvided,
+        privacy_debias: bool = NotProvided,
+        privacy_secure_mode: bool = NotProvided,
+        privacy_epsilon_budget: float = NotProvided,
     ) -> Self:
         """Sets the mechanism that clips and noises every gradient update, and its budget.
 

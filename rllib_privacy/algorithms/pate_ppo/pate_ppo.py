@@ -127,26 +127,26 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     def pate(
         self,
         *,
-        pate_teacher_checkpoints: str | list[str] | None = NotProvided,  # type: ignore[assignment]
-        pate_num_teachers: int | None = NotProvided,  # type: ignore[assignment]
-        pate_aggregator: str = NotProvided,  # type: ignore[assignment]
-        pate_gamma: float = NotProvided,  # type: ignore[assignment]
-        pate_gnmax_sigma: float | None = NotProvided,  # type: ignore[assignment]
-        pate_confident_threshold: float | None = NotProvided,  # type: ignore[assignment]
-        pate_confident_sigma: float | None = NotProvided,  # type: ignore[assignment]
-        pate_delta: float = NotProvided,  # type: ignore[assignment]
-        pate_epsilon_budget: float = NotProvided,  # type: ignore[assignment]
-        pate_max_queries: int | None = NotProvided,  # type: ignore[assignment]
-        pate_budget_basis: str = NotProvided,  # type: ignore[assignment]
-        pate_max_order: int = NotProvided,  # type: ignore[assignment]
-        pate_query_selection: str = NotProvided,  # type: ignore[assignment]
-        pate_queries_per_sample: int | None = NotProvided,  # type: ignore[assignment]
-        pate_label_loss_coeff: float = NotProvided,  # type: ignore[assignment]
-        pate_label_replay_size: int = NotProvided,  # type: ignore[assignment]
-        pate_label_sgd_steps: int = NotProvided,  # type: ignore[assignment]
-        pate_log_label_agreement: bool = NotProvided,  # type: ignore[assignment]
-        pate_log_data_dependent_epsilon: bool = NotProvided,  # type: ignore[assignment]
-        pate_secure_mode: bool = NotProvided,  # type: ignore[assignment]
+        pate_teacher_checkpoints: str | list[str] | None = NotProvided,
+        pate_num_teachers: int | None = NotProvided,
+        pate_aggregator: str = NotProvided,
+        pate_gamma: float = NotProvided,
+        pate_gnmax_sigma: float | None = NotProvided,
+        pate_confident_threshold: float | None = NotProvided,
+        pate_confident_sigma: float | None = NotProvided,
+        pate_delta: float = NotProvided,
+        pate_epsilon_budget: float = NotProvided,
+        pate_max_queries: int | None = NotProvided,
+        pate_budget_basis: str = NotProvided,
+        pate_max_order: int = NotProvided,
+        pate_query_selection: str = NotProvided,
+        pate_queries_per_sample: int | None = NotProvided,
+        pate_label_loss_coeff: float = NotProvided,
+        pate_label_replay_size: int = NotProvided,
+        pate_label_sgd_steps: int = NotProvided,
+        pate_log_label_agreement: bool = NotProvided,
+        pate_log_data_dependent_epsilon: bool = NotProvided,
+        pate_secure_mode: bool = NotProvided,
     ) -> Self:
         """Sets the teacher ensemble, its noisy-max labels, their budget and their loss.
 
