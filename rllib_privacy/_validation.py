@@ -136,7 +136,7 @@ def encode_inf(value: Any) -> Any:
     Anything else (finite numbers, None, strings) is returned as it is.
     """
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
+        return "inf" if float(value) > 0 else "-inf"
     return value
 
 

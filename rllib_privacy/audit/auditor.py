@@ -196,11 +196,11 @@ def _draw(
                 f"axis, got shape {releases.shape}"
             )
         return _check_releases(releases, "batch_mechanism")
-    releases = [_as_numpy(mechanism(value, rng)) for _ in range(num_samples)]
-    shapes = {release.shape for release in releases}
+    draws = [_as_numpy(mechanism(value, rng)) for _ in range(num_samples)]
+    shapes = {draw.shape for draw in draws}
     if len(shapes) > 1:
         raise ValueError(f"mechanism must return releases of one shape, got {sorted(shapes)}")
-    return _check_releases(np.stack(releases), "mechanism")
+    return _check_releases(np.stack(draws), "mechanism")
 
 
 def _flatten(releases: np.ndarray) -> np.ndarray:
@@ -263,11 +263,16 @@ class _Candidates:
     highs: np.ndarray | None = None
     value_sets: tuple[tuple[Any, ...], ...] = ()
 
+    def _interval(self, index: int) -> tuple[float, float]:
+        """Candidate ``index``'s interval ends (kind ``"continuous"`` sets lows and highs)."""
+        assert self.lows is not None and self.highs is not None
+        return float(self.lows[index]), float(self.highs[index])
+
     def estimation_counts(
         self, index: int, values_a: np.ndarray, values_b: np.ndarray
     ) -> tuple[int, int]:
         if self.kind == "continuous":
-            low, high = self.lows[index], self.highs[index]
+            low, high = self._interval(index)
             return (
                 int(np.count_nonzero((values_a > low) & (values_a <= high))),
                 int(np.count_nonzero((values_b > low) & (values_b <= high))),
@@ -280,7 +285,7 @@ class _Candidates:
 
     def describe(self, index: int) -> str:
         if self.kind == "continuous":
-            low, high = float(self.lows[index]), float(self.highs[index])
+            low, high = self._interval(index)
             if math.isinf(low):
                 return f"s <= {high:.6g}"
             if math.isinf(high):

@@ -66,6 +66,7 @@ class GreyFrameStack(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env, framestack: int = 4) -> None:
         super().__init__(env)
+        assert env.observation_space.shape is not None  # ALE's RGB frames: a Box
         h, w = env.observation_space.shape[:2]
         self.framestack = int(framestack)
         self._frames: deque[np.ndarray] = deque(maxlen=self.framestack)

@@ -98,6 +98,7 @@ class AtariRamVectorEnv(gym.vector.VectorEnv):
         self.num_envs = num_envs
         self.max_episode_steps = max_episode_steps
         ram_shape = self.envs[0].observation_space.shape
+        assert ram_shape is not None  # ALE's RAM observation space is a Box
         self.single_observation_space = gym.spaces.Box(0.0, 1.0, ram_shape, np.float32)
         self.single_action_space = self.envs[0].action_space
         self.observation_space = gym.vector.utils.batch_space(

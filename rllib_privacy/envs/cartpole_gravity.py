@@ -173,7 +173,10 @@ class CartPoleGravityVectorEnv(CartPoleVectorEnv):
     ) -> None:
         super().__init__(num_envs=int(num_envs), max_episode_steps=int(max_episode_steps))
         self.gravity_choices = validate_gravity_choices(gravity_choices)
-        self.gravity = np.full(self.num_envs, self.gravity_choices[0], dtype=np.float64)
+        # gymnasium annotates the attribute float; its vector step broadcasts an array.
+        self.gravity = np.full(  # type: ignore[assignment]
+            self.num_envs, self.gravity_choices[0], dtype=np.float64
+        )
 
     def draw_gravities(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
         """Draws ``size`` (default: ``num_envs``) gravities uniformly from the choices."""

@@ -121,9 +121,11 @@ def check_gymnasium_env_config(env: str, env_config: Mapping[str, Any]) -> None:
         return  # A Tune env creator takes the whole env_config; it checks it itself.
     try:
         spec = gym.spec(env.rpartition(":")[2])
-        creator = spec.entry_point
+        creator: Callable[..., Any] | str | None = spec.entry_point
         if isinstance(creator, str):
             creator = gym.envs.registration.load_env_creator(creator)
+        if creator is None:
+            return  # A spec without an entry point: no arguments to read.
         parameters = inspect.signature(creator).parameters.values()
     except (gym.error.Error, ImportError, AttributeError, TypeError, ValueError):
         return  # Not a gymnasium id, or one whose arguments cannot be read.

@@ -21,7 +21,7 @@ termination, so the value target of the last step is its reward alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -52,7 +52,7 @@ class TimeLimitAsTerminal(gym.Wrapper):
 
     """
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """One step of the wrapped env with its truncation reported as termination."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         if truncated and not terminated:

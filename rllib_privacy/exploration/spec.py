@@ -305,7 +305,7 @@ def _make_hasher(
         return KeyFunctionHash(spec.key_function or "", **dict(spec.key_function_kwargs))
     if spec.hash == "bass":
         intensity = (0.0, 255.0)
-        if obs.is_bounded_box:
+        if obs.is_bounded_box and obs.low is not None and obs.high is not None:
             intensity = (float(np.min(obs.low)), float(np.max(obs.high)))
         bass = BASS(
             obs.shape,
@@ -325,12 +325,12 @@ def _make_hasher(
             )
         preprocessor = OneHot(obs.discrete_n)
     elif kind == "box":
-        if not obs.is_bounded_box:
+        if not obs.is_bounded_box or obs.low is None or obs.high is None:
             raise PrivacyConfigError(
                 "count_exploration_config.preprocessor box needs a Box "
                 "observation space with finite bounds"
             )
-        preprocessor = BoxNormalizer(obs.low, obs.high)  # type: ignore[arg-type]
+        preprocessor = BoxNormalizer(obs.low, obs.high)
     dim = preprocessor.output_dim if preprocessor is not None else obs.size
     if spec.hash == "simhash":
         return SimHash(dim, spec.num_bits, seed=spec.seed, preprocessor=preprocessor)

@@ -202,9 +202,12 @@ def _latest_per_iteration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     A trial resumed from a checkpoint older than its last result reports those
     iterations again; Tune appends them to the same files.
     """
-    if not rows or any(_number(row.get(_ITERATION_KEY)) is None for row in rows):
-        return rows
-    latest = {_number(row[_ITERATION_KEY]): row for row in rows}
+    latest: dict[float, dict[str, Any]] = {}
+    for row in rows:
+        iteration = _number(row.get(_ITERATION_KEY))
+        if iteration is None:
+            return rows
+        latest[iteration] = row
     return [latest[i] for i in sorted(latest)]
 
 

@@ -170,9 +170,11 @@ def _is_algorithm_checkpoint(path: Path) -> bool:
 
 def _checkpoints_in(trial: Path) -> list[Path]:
     found = [
-        p for p in trial.iterdir() if _CHECKPOINT_DIR.match(p.name) and _is_algorithm_checkpoint(p)
+        (int(match.group(1)), p)
+        for p in trial.iterdir()
+        if (match := _CHECKPOINT_DIR.match(p.name)) and _is_algorithm_checkpoint(p)
     ]
-    return sorted(found, key=lambda p: int(_CHECKPOINT_DIR.match(p.name).group(1)))
+    return [p for _, p in sorted(found, key=lambda pair: pair[0])]
 
 
 def _newest_checkpoint(root: Path, *, key: str) -> Path:
