@@ -456,7 +456,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
         else:
             dim = settings.pe_dim + settings.bins
             low = np.concatenate([-np.ones(settings.pe_dim), np.zeros(settings.bins)])
-        self.observation_space = gym.spaces.Box(
+        self.observation_space: gym.spaces.Box = gym.spaces.Box(
             low=low.astype(np.float32), high=np.ones(dim, dtype=np.float32), dtype=np.float32
         )
         self.action_space = gym.spaces.Discrete(num_actions)

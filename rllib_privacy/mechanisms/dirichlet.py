@@ -344,7 +344,7 @@ def dirichlet_mechanism(
 
 
 def _check_beta(beta: Any) -> float:
-    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < beta < 1.0:
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < float(beta) < 1.0:
         raise ValueError(f"beta must be a number in (0, 1), got {beta!r}")
     return float(beta)
 

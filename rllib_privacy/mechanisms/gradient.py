@@ -48,9 +48,15 @@ GradT = TypeVar("GradT")
 
 MECHANISM_NAMES: tuple[str, ...] = ("laplace", "prs", "privunitg", "privunit2", "none")
 _PRIVUNIT_NAMES = ("privunitg", "privunit2")
-
 _FIELDS = ("name", "epsilon", "clip", "reduced_dim", "debias", "secure_mode")
 _INF_STRINGS = ("inf", "infinity")
+
+
+def _copy(grad: Any) -> Any:
+    """An unprivatized copy: a detached clone of a torch tensor, else a numpy copy."""
+    if is_torch_tensor(grad):
+        return grad.detach().clone()
+    return np.array(grad, copy=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,9 +262,7 @@ class GradientMechanism:
             return release(
                 grad, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode
             )
-        if is_torch_tensor(grad):
-            return grad.detach().clone()
-        return np.array(grad, copy=True)
+        return _copy(grad)
 
     def privatize_rows(self, grads: GradT, rng: np.random.Generator | None = None) -> GradT:
         """Release every row of ``grads`` as its own gradient: ``n`` independent releases.
@@ -290,9 +294,7 @@ class GradientMechanism:
 
         """
         if self.name == "none":
-            if is_torch_tensor(grads):
-                return grads.detach().clone()
-            return np.array(grads, copy=True)
+            return _copy(grads)
         if self.name == "privunitg":
             return privunitg_rows(
                 grads, epsilon=self.epsilon, clip=self.clip, rng=rng, secure_mode=self.secure_mode

@@ -199,6 +199,6 @@ def kl_divergence(p: object, q: object, *, floor: float = KL_FLOOR) -> float:
     if np.any(p < 0.0) or np.any(q < 0.0):
         raise ValueError("p and q must be non-negative")
     p = p / p.sum()
-    q = np.maximum(q, floor)
-    q = q / q.sum()
+    q_floored: np.ndarray = np.maximum(q, floor)
+    q = q_floored / q_floored.sum()
     return float(max(rel_entr(p, q).sum(), 0.0))

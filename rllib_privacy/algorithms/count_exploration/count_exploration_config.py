@@ -63,6 +63,9 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
     count_exploration_config: dict[str, Any]
     count_exploration_scope: str
     count_exploration_flatten_observations: bool
+    # AlgorithmConfig's own attributes, which this mixin reads and sets.
+    num_learners: int
+    _env_to_module_connector: Any
 
     def _init_count_exploration(self) -> None:
         self.count_exploration_config = {}
@@ -126,11 +129,9 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
     def validate_count_exploration(self) -> None:
         """Raises PrivacyConfigError for a bad exploration setting."""
         self.get_exploration_spec()
-        _check_num_learners(self.num_learners)  # type: ignore[attr-defined]
+        _check_num_learners(self.num_learners)
         _check_keys(self.count_exploration_scope, self.count_exploration_flatten_observations)
-        if (
-            self.count_exploration_flatten_observations and self._env_to_module_connector is None  # type: ignore[attr-defined]
-        ):
+        if self.count_exploration_flatten_observations and self._env_to_module_connector is None:
             self._env_to_module_connector = flatten_observations_connector
 
 
