@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import types
 import warnings
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
@@ -113,7 +114,8 @@ def _warn(message: str) -> None:
     So it points at the user's YAML loader or builder call, and Python's default filter
     shows it when that caller is ``__main__``. The message says when the old name goes.
     """
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
         frame, level = frame.f_back, level + 1
     message = f"{message} (the old name is removed in {OLD_NAMES_REMOVED_IN})"

@@ -42,6 +42,7 @@ def observation_info(space: gym.Space) -> ObservationInfo:
             high=np.asarray(space.high, dtype=np.float64).reshape(-1),
         )
     flat = gym.spaces.flatten_space(space)
+    assert flat.shape is not None  # flatten_space returns a Box
     return ObservationInfo(shape=tuple(flat.shape))
 
 

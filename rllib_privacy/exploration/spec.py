@@ -105,11 +105,16 @@ class ExplorationSpec:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any] | None, *, prefix: str = "count_exploration_config"):
+    def from_dict(
+        cls,
+        spec: ExplorationSpec | Mapping[str, Any] | None,
+        *,
+        prefix: str = "count_exploration_config",
+    ) -> ExplorationSpec:
         """Builds and validates a spec; unknown keys and bad values raise PrivacyConfigError.
 
         Args:
-            spec: The dict from the YAML (None or {} = all defaults).
+            spec: The dict from the YAML (None or {} = all defaults); a spec is returned as is.
             prefix: Name of the dict in messages (``count_exploration_config.beta must ...``).
 
         """

@@ -120,6 +120,7 @@ def run_cartpole_episodes(
 
     """
     num, max_steps = env.num_envs, env.max_episode_steps
+    assert env.single_observation_space.shape is not None  # the fleet's envs: Box observations
     obs_dim = int(np.prod(env.single_observation_space.shape))
     obs_buf = np.zeros((max_steps, num, obs_dim), dtype=np.float32)
     actions_buf = np.zeros((max_steps, num), dtype=np.int64)

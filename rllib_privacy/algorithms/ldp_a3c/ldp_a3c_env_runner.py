@@ -139,7 +139,7 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
             fleet_size = self.config.agents_per_env_runner
             # Whole fleet rounds only: a partial round would simulate agents it discards.
             num_submissions = -(-num_submissions // fleet_size) * fleet_size
-            out = self._agent_fleet(module).submit(
+            submissions = self._agent_fleet(module).submit(
                 weights_version=weights_version,
                 alpha=lambda made: exploration_alpha(
                     submissions_so_far + made,
@@ -148,8 +148,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
                 ),
                 num_submissions=num_submissions,
             )
-            self._num_releases += len(out)
-            return out
+            self._num_releases += len(submissions)
+            return submissions
         envs = self.env.unwrapped.envs
         if len(self._agents) != len(envs):
             self._agents = [None] * len(envs)

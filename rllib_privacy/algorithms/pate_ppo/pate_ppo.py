@@ -122,7 +122,8 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         super().__init__(algo_class=algo_class or PATEPPO)
         for name, value in PATE_DEFAULTS.items():
             setattr(self, name, value)
-        self.callbacks_class = PATELabelingCallback
+        # RLlib's type for the key: a callback class or a list of them.
+        self.callbacks_class: type[Any] | list[type[Any]] = PATELabelingCallback
 
     def pate(
         self,
