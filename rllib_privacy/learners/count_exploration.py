@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
@@ -14,7 +14,14 @@ from rllib_privacy.connectors.count_bonus import AddCountBonusToRewards
 COMPONENT_COUNT_EXPLORATION = "count_exploration"
 
 
-class CountExplorationLearnerMixin:
+if TYPE_CHECKING:
+    # mypy checks the mixin against the class it is mixed into; at run time it is a plain mixin.
+    from ray.rllib.core.learner.learner import Learner as _MixinBase
+else:
+    _MixinBase = object
+
+
+class CountExplorationLearnerMixin(_MixinBase):
     """Prepends a ``AddCountBonusToRewards`` piece to the learner connector pipeline.
 
     The piece runs before RLlib's default pieces (so GAE sees r + r⁺) and is built from
@@ -30,25 +37,23 @@ class CountExplorationLearnerMixin:
     @override(Learner)
     def build(self) -> None:
         """Builds the learner, then inserts the bonus piece at the front of the pipeline."""
-        super().build()  # type: ignore[misc]
-        spec = getattr(self.config, "count_exploration_config", None)  # type: ignore[attr-defined]
-        if spec is None or self._learner_connector is None:  # type: ignore[attr-defined]
+        super().build()
+        spec = getattr(self.config, "count_exploration_config", None)
+        if spec is None or self._learner_connector is None:
             return
-        module = self.module[DEFAULT_MODULE_ID]  # type: ignore[attr-defined]
+        module = self.module[DEFAULT_MODULE_ID]
         self.count_bonus = AddCountBonusToRewards(
             module.observation_space, module.action_space, spec=spec
         )
-        self._learner_connector.prepend(self.count_bonus)  # type: ignore[attr-defined]
+        self._learner_connector.prepend(self.count_bonus)
 
     @override(Learner)
     def get_state(
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict[str, Any]:
         """RLlib's learner state plus the count table."""
-        state = super().get_state(  # type: ignore[misc]
-            components, not_components=not_components, **kwargs
-        )
-        if self.count_bonus is not None and self._check_component(  # type: ignore[attr-defined]
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self.count_bonus is not None and self._check_component(
             COMPONENT_COUNT_EXPLORATION, components, not_components
         ):
             state[COMPONENT_COUNT_EXPLORATION] = self.count_bonus.get_state()
@@ -57,6 +62,6 @@ class CountExplorationLearnerMixin:
     @override(Learner)
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores RLlib's learner state and the count table (counts never reset)."""
-        super().set_state(state)  # type: ignore[misc]
+        super().set_state(state)
         if self.count_bonus is not None and COMPONENT_COUNT_EXPLORATION in state:
             self.count_bonus.set_state(state[COMPONENT_COUNT_EXPLORATION])

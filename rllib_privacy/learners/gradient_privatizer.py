@@ -31,7 +31,7 @@ Learner's checkpointed state (a restored run continues the spent budget).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -73,7 +73,14 @@ def gradient_mechanism_from_config(config: Any) -> GradientMechanism | None:
     return GradientMechanism.from_dict(spec)
 
 
-class LDPGradientPrivatizerMixin:
+if TYPE_CHECKING:
+    # mypy checks the mixin against the class it is mixed into; at run time it is a plain mixin.
+    from ray.rllib.core.learner.learner import Learner as _MixinBase
+else:
+    _MixinBase = object
+
+
+class LDPGradientPrivatizerMixin(_MixinBase):
     """Privatizes every gradient of a TorchLearner with an LDP mechanism.
 
     Usage::
@@ -116,13 +123,9 @@ class LDPGradientPrivatizerMixin:
         self, components: Any = None, *, not_components: Any = None, **kwargs: Any
     ) -> dict[str, Any]:
         """RLlib's learner state plus the privatizer's ledgers (the spent budget)."""
-        state = super().get_state(  # type: ignore[misc]
-            components, not_components=not_components, **kwargs
-        )
+        state = super().get_state(components, not_components=not_components, **kwargs)
         ledgers = self.__dict__.get("_privacy_ledgers")
-        if ledgers and self._check_component(  # type: ignore[attr-defined]
-            COMPONENT_PRIVACY_LEDGERS, components, not_components
-        ):
+        if ledgers and self._check_component(COMPONENT_PRIVACY_LEDGERS, components, not_components):
             state[COMPONENT_PRIVACY_LEDGERS] = {
                 str(module_id): ledger.state_dict() for module_id, ledger in ledgers.items()
             }
@@ -131,7 +134,7 @@ class LDPGradientPrivatizerMixin:
     @override(Learner)
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores RLlib's learner state and the ledgers (the spent budget never resets)."""
-        super().set_state(state)  # type: ignore[misc]
+        super().set_state(state)
         for module_id, ledger_state in state.get(COMPONENT_PRIVACY_LEDGERS, {}).items():
             self.privacy_ledger(module_id).load_state_dict(ledger_state)
 
@@ -144,7 +147,7 @@ class LDPGradientPrivatizerMixin:
         module_gradients_dict: ParamDict,
     ) -> ParamDict:
         """Clips and noises the module's whole gradient vector (one release)."""
-        grads = super().postprocess_gradients_for_module(  # type: ignore[misc]
+        grads = super().postprocess_gradients_for_module(
             module_id=module_id, config=config, module_gradients_dict=module_gradients_dict
         )
         mechanism = self.gradient_mechanism_for_module(module_id, config)
@@ -178,7 +181,7 @@ class LDPGradientPrivatizerMixin:
                 mechanism=mechanism.name,
             )
         )
-        metrics = self.metrics  # type: ignore[attr-defined]
+        metrics = self.metrics
         metrics.log_value(
             (module_id, *keys.LDP_NOISE_SCALE.split("/")),
             mechanism.noise_scale(flat.numel()),

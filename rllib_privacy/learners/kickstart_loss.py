@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray.rllib.core.columns import Columns
@@ -161,7 +161,14 @@ class KickstartLossSettings:
         return cls(**values)
 
 
-class KickstartLossMixin:
+if TYPE_CHECKING:
+    # mypy checks the mixin against the class it is mixed into; at run time it is a plain mixin.
+    from ray.rllib.core.learner.torch.torch_learner import TorchLearner as _MixinBase
+else:
+    _MixinBase = object
+
+
+class KickstartLossMixin(_MixinBase):
     """Adds ``coeff · mean φ_λ`` to a TorchLearner's loss, from teacher answers in the batch.
 
     Put it before the learner class, e.g.

@@ -156,7 +156,9 @@ class PATELabelLossMixin(TorchLearner):
             if size <= 0 or coeff <= 0.0 or not self._pate_label_sets[module_id]:
                 continue
             for _ in range(steps):
-                observations, labels = self._replayed_labels(module_id, size)
+                replayed = self._replayed_labels(module_id, size)
+                assert replayed is not None  # the module has remembered labels (checked above)
+                observations, labels = replayed
                 logits = self.module[module_id].forward_train({Columns.OBS: observations})[
                     Columns.ACTION_DIST_INPUTS
                 ]
