@@ -289,6 +289,12 @@ def _released(records: list[dict[str, Any]]) -> int:
     return sum(r["event"]["count"] for r in records if r["kind"] == "release")
 
 
+def _journaled_epsilon(records: list[dict[str, Any]]) -> float:
+    """Basic composition of the journaled answers' (ε, δ) releases: Σ count·ε."""
+    events = [r["event"] for r in records if r["kind"] == "release"]
+    return math.fsum(event["count"] * event["epsilon"] for event in events)
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
@@ -309,11 +315,7 @@ def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     # Nothing resets: the resumed run starts from every release journaled before the kill,
     # including those after the checkpoint, whose effect on the model was lost (replayed).
     assert first["privacy"]["releases"] == spent_at_kill + BATCH
-    epsilon_at_kill = math.fsum(
-        r["event"]["count"] * r["event"]["epsilon"]
-        for r in cycle.journal_at_kill
-        if r["kind"] == "release"
-    )
+    epsilon_at_kill = _journaled_epsilon(cycle.journal_at_kill)
     assert first["teacher_epsilon_spent"] >= epsilon_at_kill
     replayed = first["privacy"]["releases_replayed_from_journal"]
     assert replayed == spent_at_kill - cycle.restored_iteration * BATCH
@@ -326,7 +328,7 @@ def test_killed_run_resumes_with_its_spent_budget(tmp_path: Path) -> None:
     # The journal is the ground truth: the teacher answered no more than the budget allows.
     records = journal_records(tmp_path / "results", JOURNAL_COMPONENT)
     assert _released(records) == rollouts * BATCH
-    assert math.fsum(r["count"] * r["epsilon"] for r in records if r["kind"] == "release") <= budget
+    assert _journaled_epsilon(records) <= budget
 
 
 # ---- KickstartPPO restored into another folder ---------------------------------------------
