@@ -1,8 +1,8 @@
 """LDPPPO: RLlib's PPO whose learner clips and noises every gradient update.
 
 User guide: docs/components/ldp-ppo.md. The learner is
-:class:`~rllib_privacy.learners.LDPPPOTorchLearner` (PPO's torch learner with
-:class:`~rllib_privacy.learners.LDPGradientPrivatizerMixin`); this module adds what the bare
+``LDPPPOTorchLearner`` (PPO's torch learner with
+``LDPGradientPrivatizerMixin``); this module adds what the bare
 learner class cannot give: a config class with ``.privacy()`` keys that a YAML ``config:``
 can set (``rllib train -f``), validation that names the key before Ray starts, and the
 ledgers' figures at the top level of every result (``privacy/epsilon_spent`` ...).
@@ -59,8 +59,8 @@ class LDPPPOConfig(GroupedConfigMixin, PPOConfig):
     """PPO config plus the gradient mechanism's keys (``.privacy()``).
 
     Its keys (docs/configuration.md) are PPO's plus ``privacy_*``, set by ``.privacy()``;
-    the default learner class is :class:`~rllib_privacy.learners.LDPPPOTorchLearner`, which
-    reads the mechanism from :meth:`get_gradient_mechanism`.
+    the default learner class is ``LDPPPOTorchLearner``, which
+    reads the mechanism from ``get_gradient_mechanism``.
 
     Example::
 
