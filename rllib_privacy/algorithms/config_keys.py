@@ -28,13 +28,19 @@ import sys
 import types
 import warnings
 from collections.abc import Collection, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import ray
 from ray.rllib.algorithms.algorithm_config import NotProvided
 
 from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
+
+if TYPE_CHECKING:
+    # mypy checks the mixins against the class they are mixed into; at run time they are plain.
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig as _ConfigBase
+else:
+    _ConfigBase = object
 
 #: Keys `AlgorithmConfig.update_from_dict` handles specially (see its source and
 #: `AlgorithmConfig._translate_special_keys` in ray/rllib/algorithms/algorithm_config.py),
@@ -128,7 +134,7 @@ def group_of(key: str, groups: Collection[str]) -> str | None:
     return max(matches, key=len) if matches else None
 
 
-class GroupedConfigMixin:
+class GroupedConfigMixin(_ConfigBase):
     """Grouped builder methods and old key names for an AlgorithmConfig subclass.
 
     Put it first among the bases (before RLlib's config class). A subclass lists its own
@@ -199,7 +205,7 @@ class GroupedConfigMixin:
         """
         translated = self.translate_legacy_keys(config_dict)
         self.check_known_keys(translated)
-        return super().update_from_dict(translated)  # type: ignore[misc]
+        return super().update_from_dict(translated)
 
     def check_known_keys(self, config_dict: Mapping[str, Any]) -> None:
         """Raise for a key this config does not know (Tune's ``__magic__`` keys pass).
@@ -243,7 +249,7 @@ class GroupedConfigMixin:
                 f"{type(self).__name__}.training({name}=...) is deprecated; use .{group}({new}=...)"
             )
             setattr(self, new, kwargs.pop(name))
-        return super().training(**kwargs)  # type: ignore[misc]
+        return super().training(**kwargs)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Any:
@@ -260,7 +266,7 @@ class GroupedConfigMixin:
         legacy = getattr(ctor, "LEGACY_CONFIG_KEYS", cls.LEGACY_CONFIG_KEYS)
         renamed = {legacy.get(k, k): v for k, v in state.items() if k not in legacy}
         renamed.update({legacy[k]: v for k, v in state.items() if k in legacy})
-        return super().from_state(renamed)  # type: ignore[misc]
+        return super().from_state(renamed)
 
 
 def warn_renamed_method(config: Any, old: str, new: str) -> None:
@@ -268,14 +274,14 @@ def warn_renamed_method(config: Any, old: str, new: str) -> None:
     _warn(f"{type(config).__name__}.{old}() is deprecated; use .{new}()")
 
 
-class JournalPrivacyMixin:
+class JournalPrivacyMixin(_ConfigBase):
     """``.privacy()`` holding only the journal folder.
 
     For an algorithm whose privacy settings belong to a party with its own group (the
     kickstart teacher's ``.teacher()``, PATE's ``.pate()``).
     """
 
-    privacy_journal_dir: str | None
+    privacy_journal_dir: str | os.PathLike[str] | None
 
     def privacy(
         self,
@@ -294,7 +300,7 @@ class JournalPrivacyMixin:
 
         """
         if privacy_journal_dir is not NotProvided:
-            self.privacy_journal_dir = privacy_journal_dir  # type: ignore[assignment]
+            self.privacy_journal_dir = privacy_journal_dir
         return self
 
 
@@ -346,7 +352,7 @@ def check_count_exploration_keys(
         )
 
 
-class LegacyCountExplorationMixin:
+class LegacyCountExplorationMixin(_ConfigBase):
     """The old ``.count_based_exploration()``, now ``.count_exploration()``."""
 
     #: Old keyword → new one; the others kept their names.
@@ -364,4 +370,4 @@ class LegacyCountExplorationMixin:
         """
         warn_renamed_method(self, "count_based_exploration", "count_exploration")
         renamed = {self._RENAMED_KWARGS.get(k, k): v for k, v in kwargs.items()}
-        return self.count_exploration(**renamed)  # type: ignore[attr-defined]
+        return self.count_exploration(**renamed)

@@ -11,7 +11,7 @@ RLlib's FrozenLake demo does).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -63,8 +63,7 @@ class CountExplorationConfigMixin(GroupedConfigMixin, LegacyCountExplorationMixi
     count_exploration_config: dict[str, Any]
     count_exploration_scope: str
     count_exploration_flatten_observations: bool
-    # AlgorithmConfig's own attributes, which this mixin reads and sets.
-    num_learners: int
+    # AlgorithmConfig's attribute, which validate_count_exploration may set.
     _env_to_module_connector: Any
 
     def _init_count_exploration(self) -> None:
@@ -174,7 +173,14 @@ def exploration_results(results: dict[str, Any]) -> dict[str, Any]:
     return {**head, **{k: v for k, v in results.items() if k not in head}}
 
 
-class CountExplorationAlgorithmMixin:
+if TYPE_CHECKING:
+    # mypy checks the mixin against Algorithm; at run time it is a plain mixin.
+    from ray.rllib.algorithms.algorithm import Algorithm as _AlgorithmBase
+else:
+    _AlgorithmBase = object
+
+
+class CountExplorationAlgorithmMixin(_AlgorithmBase):
     """Puts the exploration metrics in the results (headline keys first)."""
 
     TOP_LEVEL_RESULT_KEYS = (*HEADLINE_KEYS, "timesteps_total")
@@ -182,4 +188,4 @@ class CountExplorationAlgorithmMixin:
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """Runs one iteration and arranges the exploration metrics."""
-        return exploration_results(super().step())  # type: ignore[misc]
+        return exploration_results(super().step())
