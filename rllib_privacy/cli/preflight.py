@@ -193,7 +193,7 @@ def check_scheduler_metric(
     """
     from rllib_privacy.experiments import did_you_mean
 
-    notices = []
+    notices: list[str] = []
     mode = kwargs.get("mode")
     if mode is not None and mode not in SCHEDULER_MODES:
         raise PrivacyConfigError(

@@ -459,7 +459,7 @@ class InstanceWiseLaplaceEnv(gym.Env):
         self.observation_space: gym.spaces.Box = gym.spaces.Box(
             low=low.astype(np.float32), high=np.ones(dim, dtype=np.float32), dtype=np.float32
         )
-        self.action_space = gym.spaces.Discrete(num_actions)
+        self.action_space: gym.spaces.Discrete = gym.spaces.Discrete(num_actions)
         self._order = self._visiting_order(shuffle=False)
         self._step = 0
         self._start_assignment()

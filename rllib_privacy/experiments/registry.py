@@ -12,11 +12,14 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rllib_privacy._registration import register_all
 from rllib_privacy._validation import did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm import Algorithm
 
 __all__ = [
     "ensure_package_registered",
@@ -58,7 +61,7 @@ def registered_envs() -> list[str]:
     return sorted(_registry_names(ENV_CREATOR))
 
 
-def resolve_algorithm(name: Any) -> type:
+def resolve_algorithm(name: Any) -> type[Algorithm]:
     """Return the RLlib Algorithm class registered with Tune under ``name``.
 
     Raises:

@@ -12,7 +12,10 @@ import copy
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm import Algorithm
 
 __all__ = [
     "Experiment",
@@ -123,7 +126,7 @@ class ExperimentDraft:
 
     name: str
     spec: Mapping[str, Any]
-    algo_cls: type
+    algo_cls: type[Algorithm]
     notices: list[str] = dataclasses.field(default_factory=list)
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     gpu_config: dict[str, Any] | None = None

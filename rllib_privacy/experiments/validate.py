@@ -19,7 +19,7 @@ import inspect
 import itertools
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rllib_privacy._validation import describe, did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
@@ -29,6 +29,9 @@ from rllib_privacy.experiments.spec import (
     format_variant,
     is_grid_search,
 )
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm import Algorithm
 
 __all__ = [
     "DEFAULT_CHECKPOINT_CONFIG",
@@ -105,7 +108,7 @@ def validate_experiment(
 
 
 def _validate_config(
-    config: dict[str, Any], algo_cls: type, *, validate: bool, label: str = ""
+    config: dict[str, Any], algo_cls: type[Algorithm], *, validate: bool, label: str = ""
 ) -> int:
     """Count the grid variants; with ``validate``, check the keys and every variant.
 
@@ -240,7 +243,7 @@ def count_variants(config: Mapping[str, Any], label: str) -> int:
 
 
 def validate_variants(
-    config: Mapping[str, Any], algo_cls: type, num_variants: int, label: str
+    config: Mapping[str, Any], algo_cls: type[Algorithm], num_variants: int, label: str
 ) -> None:
     """Build and validate the config of each of the first ``MAX_VALIDATED_VARIANTS``."""
     from ray.tune.search.variant_generator import generate_variants
@@ -257,7 +260,7 @@ def validate_variants(
         logger.info("validated the first %d of %d variants", MAX_VALIDATED_VARIANTS, num_variants)
 
 
-def _validate_variant(variant: dict[str, Any], algo_cls: type, where: str) -> None:
+def _validate_variant(variant: dict[str, Any], algo_cls: type[Algorithm], where: str) -> None:
     """Run the config class's hook, ``update_from_dict`` and ``validate``."""
     config = algo_cls.get_default_config()
     with _as_config_error(where, config):
