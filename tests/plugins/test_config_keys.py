@@ -234,8 +234,7 @@ def test_count_exploration_takes_the_same_keys_on_every_config() -> None:
     having = [cls for cls in CONFIG_CLASSES if "count_exploration" in cls.CONFIG_GROUPS]
     assert set(having) == set(COUNT_EXPLORATION_CLASSES)
     keywords = {
-        cls.__name__: tuple(inspect.signature(cls.count_exploration).parameters)
-        for cls in having
+        cls.__name__: tuple(inspect.signature(cls.count_exploration).parameters) for cls in having
     }
     assert len(set(keywords.values())) == 1, keywords
     assert len({cls.CONFIG_GROUPS["count_exploration"] for cls in having}) == 1
