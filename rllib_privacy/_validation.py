@@ -31,7 +31,7 @@ import math
 import numbers
 import sys
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,7 @@ __all__ = [
     "did_you_mean",
     "encode_inf",
     "is_torch_tensor",
+    "required",
     "restore_kind",
 ]
 
@@ -258,6 +259,16 @@ def check_generator(rng: Any) -> np.random.Generator:
             f"got {type(rng).__name__}"
         )
     return rng
+
+
+_T = TypeVar("_T")
+
+
+def required(name: str, value: _T | None) -> _T:
+    """``value``, a setting the caller's mode needs, as not None (else ValueError)."""
+    if value is None:
+        raise ValueError(f"{name} is required here, got None")
+    return value
 
 
 def is_torch_tensor(value: Any) -> bool:

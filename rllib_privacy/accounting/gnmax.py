@@ -52,7 +52,7 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.special import logsumexp
 
-from rllib_privacy._validation import check_finite_positive
+from rllib_privacy._validation import check_finite_positive, required
 from rllib_privacy.accounting.dirichlet_renyi import (
     _check_orders,
     _tight_conversion,
@@ -668,8 +668,8 @@ def release_data_dependent_epsilon(
     for row, flag in zip(rows, flags, strict=True):
         if confident:
             local += threshold_local_sensitivities(
-                row, num_teachers=teachers, threshold=threshold, sigma=sigma_threshold,
-                order=order,
+                row, num_teachers=teachers, threshold=required("threshold", threshold),
+                sigma=required("sigma_threshold", sigma_threshold), order=order,
             )  # fmt: skip
         if flag:
             local += gnmax_local_sensitivities(row, num_teachers=teachers, sigma=sigma, order=order)

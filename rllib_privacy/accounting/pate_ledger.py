@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import check_finite_positive, check_int_in_range, required
 from rllib_privacy.accounting.events import PATE_AGGREGATORS, PATEQueries, PrivacyEvent
 from rllib_privacy.accounting.gnmax import (
     GNMAX_ORDERS,
@@ -193,9 +193,13 @@ class PATELedger(Ledger[PATEQueries]):
         if self._rdp:
             self._orders = np.array(GNMAX_ORDERS if orders is None else orders, dtype=np.float64)
             gnmax_data_independent_rdp(1.0, self._orders)  # validates the orders
-            self._answered_cost = gnmax_data_independent_rdp(self._sigma, self._orders)
+            self._answered_cost = gnmax_data_independent_rdp(
+                required("sigma", self._sigma), self._orders
+            )
             self._asked_cost = (
-                threshold_data_independent_rdp(self._sigma_threshold, self._orders)
+                threshold_data_independent_rdp(
+                    required("sigma_threshold", self._sigma_threshold), self._orders
+                )
                 if aggregator == "confident_gnmax"
                 else np.zeros(self._orders.size)
             )
@@ -204,7 +208,7 @@ class PATELedger(Ledger[PATEQueries]):
                 raise ValueError("orders does not apply to aggregator='lnmax' (use max_order)")
             self._orders = moment_orders(self._max_order)
             self._answered_cost = data_independent_log_moments(
-                self._gamma, max_order=self._max_order
+                required("gamma", self._gamma), max_order=self._max_order
             )
             self._asked_cost = np.zeros(self._max_order)
         # Events: (answered, histogram) -> count, in recording order. Derived (rebuilt by
@@ -356,13 +360,20 @@ class PATELedger(Ledger[PATEQueries]):
     def _event_costs(self, rows: np.ndarray, answered: np.ndarray) -> np.ndarray:
         """Data-dependent cost of each query, shape ``(N, orders)``."""
         if not self._rdp:
-            return data_dependent_log_moments(rows, gamma=self._gamma, max_order=self._max_order)
+            return data_dependent_log_moments(
+                rows, gamma=required("gamma", self._gamma), max_order=self._max_order
+            )
         costs = np.zeros((rows.shape[0], self._orders.size))
         if answered.any():
-            costs[answered] = gnmax_rdp(rows[answered], sigma=self._sigma, orders=self._orders)
+            costs[answered] = gnmax_rdp(
+                rows[answered], sigma=required("sigma", self._sigma), orders=self._orders
+            )
         if self._aggregator == "confident_gnmax":
             costs += threshold_rdp(
-                rows, threshold=self._threshold, sigma=self._sigma_threshold, orders=self._orders
+                rows,
+                threshold=required("threshold", self._threshold),
+                sigma=required("sigma_threshold", self._sigma_threshold),
+                orders=self._orders,
             )
         return costs
 
@@ -409,6 +420,7 @@ class PATELedger(Ledger[PATEQueries]):
             per_query = self._asked_cost + flags[:, None] * self._answered_cost
             totals = self._independent_total() + np.cumsum(per_query, axis=0)
         else:
+            assert rows is not None  # the data-dependent basis needs the votes (checked above)
             per_query = self._event_costs(rows[:wanted], flags)
             totals = self._dependent_total + np.cumsum(per_query, axis=0)
         epsilons, _ = self._epsilons(totals)
