@@ -455,9 +455,9 @@ def dirichlet_rdp(
 def _release_counts(ks: Any) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(ks, Mapping):
         items = list(ks.items())
-        values = [check_finite_positive("ks (a key)", key) for key, _ in items]
-        counts = [check_int_in_range("ks (a count)", count, low=0) for _, count in items]
-        return np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.int64)
+        ks_values = [check_finite_positive("ks (a key)", key) for key, _ in items]
+        ks_counts = [check_int_in_range("ks (a count)", count, low=0) for _, count in items]
+        return np.asarray(ks_values, dtype=np.float64), np.asarray(ks_counts, dtype=np.int64)
     if isinstance(ks, numbers.Real) or not isinstance(ks, Iterable | np.ndarray):
         raise ValueError(
             f"ks must be a sequence of k (one per release) or a mapping k -> count, got {ks!r}"

@@ -22,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rllib_privacy._validation import required
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.accounting.events import PrivacyEvent
 from rllib_privacy.accounting.journal import PrivacyJournalError, ReplayJournal
@@ -190,14 +191,16 @@ class PATELabeler:
         """The ledger's aggregator on ``votes``: labels, ``UNLABELED`` where not answered."""
         ledger, secure = self._ledger, self._secure_mode
         if ledger.aggregator == "lnmax":
-            return noisy_max(votes, gamma=ledger.gamma, rng=self._rng, secure_mode=secure)
+            gamma = required("gamma", ledger.gamma)
+            return noisy_max(votes, gamma=gamma, rng=self._rng, secure_mode=secure)
+        sigma = required("sigma", ledger.sigma)
         if ledger.aggregator == "gnmax":
-            return gaussian_noisy_max(votes, sigma=ledger.sigma, rng=self._rng, secure_mode=secure)
+            return gaussian_noisy_max(votes, sigma=sigma, rng=self._rng, secure_mode=secure)
         return confident_gnmax(
             votes,
-            threshold=ledger.threshold,
-            sigma_threshold=ledger.sigma_threshold,
-            sigma=ledger.sigma,
+            threshold=required("threshold", ledger.threshold),
+            sigma_threshold=required("sigma_threshold", ledger.sigma_threshold),
+            sigma=sigma,
             rng=self._rng,
             secure_mode=secure,
         )

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy._validation import check_choice
+from rllib_privacy._validation import check_choice, required
 from rllib_privacy.accounting import PATELedger, release_data_dependent_epsilon
 from rllib_privacy.mechanisms import confident_gnmax, gaussian_noisy_max, noisy_max, plurality
 
@@ -509,13 +509,19 @@ class _Labeling:
         """The aggregator's noisy labels of ``votes`` (-1: not answered)."""
         s = self.settings
         if s.aggregator == "lnmax":
-            return noisy_max(votes, gamma=s.gamma, rng=self.rng, secure_mode=s.secure_mode)
+            gamma = required("gamma", s.gamma)
+            return noisy_max(votes, gamma=gamma, rng=self.rng, secure_mode=s.secure_mode)
+        sigma = required("sigma", s.sigma)
         if s.aggregator == "gnmax":
-            return gaussian_noisy_max(votes, sigma=s.sigma, rng=self.rng, secure_mode=s.secure_mode)
+            return gaussian_noisy_max(votes, sigma=sigma, rng=self.rng, secure_mode=s.secure_mode)
         return confident_gnmax(
-            votes, threshold=s.threshold, sigma_threshold=s.sigma_threshold, sigma=s.sigma,
-            rng=self.rng, secure_mode=s.secure_mode,
-        )  # fmt: skip
+            votes,
+            threshold=required("threshold", s.threshold),
+            sigma_threshold=required("sigma_threshold", s.sigma_threshold),
+            sigma=sigma,
+            rng=self.rng,
+            secure_mode=s.secure_mode,
+        )
 
     def ask(self, count: int) -> None:
         """Asks the teachers about the next ``count`` unlabeled samples, within the budget."""
@@ -565,7 +571,7 @@ def _release_epsilon(
         return math.nan, math.nan
     release = release_data_dependent_epsilon(
         np.concatenate(labeling.asked_votes),
-        sigma=settings.sigma,
+        sigma=required("sigma", settings.sigma),
         order=settings.release_order,
         delta=settings.delta,
         answered=np.concatenate(labeling.asked_flags) if labeling.confident else None,
