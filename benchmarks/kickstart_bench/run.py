@@ -196,10 +196,15 @@ def run_tuner(
     # An interrupted fit (Ctrl-C) returns without errors: every trial must have stopped
     # at its target or cap, or the run is incomplete and must not be reported.
     stops = {trial.task.env: trial.stop for trial in trials}
+    # A trial that an interrupt caught before it started has no config (nor env) yet.
     unfinished = [
         r
         for r in grid
-        if r.error is None and not is_finished(r.metrics or {}, stops[(r.config or {})["env"]])
+        if r.error is None
+        and (
+            (r.config or {}).get("env") not in stops
+            or not is_finished(r.metrics or {}, stops[r.config["env"]])
+        )
     ]
     if unfinished:
         raise BenchmarkError(
