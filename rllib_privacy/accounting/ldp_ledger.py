@@ -337,7 +337,7 @@ class LDPLedger(Ledger[LDPReport]):
             return NotImplemented
         return self.state_dict() == other.state_dict()
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
 
     def __repr__(self) -> str:
         return (

@@ -649,7 +649,7 @@ class PATELedger(Ledger[PATEQueries]):
             return NotImplemented
         return self.state_dict() == other.state_dict()
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.mechanism().items())

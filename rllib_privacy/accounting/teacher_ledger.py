@@ -399,7 +399,7 @@ class TeacherLedger(Ledger[TeacherEvent]):
             return NotImplemented
         return self.state_dict() == other.state_dict()
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
 
     def __repr__(self) -> str:
         epsilon, delta = self.spent

@@ -174,7 +174,7 @@ class CartPoleGravityVectorEnv(CartPoleVectorEnv):
         super().__init__(num_envs=int(num_envs), max_episode_steps=int(max_episode_steps))
         self.gravity_choices = validate_gravity_choices(gravity_choices)
         # gymnasium annotates the attribute float; its vector step broadcasts an array.
-        self.gravity = np.full(  # type: ignore[assignment]
+        self.gravity = np.full(  # type: ignore[assignment]  # one gravity per sub-env
             self.num_envs, self.gravity_choices[0], dtype=np.float64
         )
 
