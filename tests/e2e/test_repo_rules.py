@@ -4,8 +4,9 @@
   or backticks): a Sphinx role (``:class:`...` ``) shows literally on the API pages.
 - Code, comments and docs point only to what a reader of this repository has: no design
   notes kept elsewhere, no issue numbers of a tracker the repository does not ship.
-- CI and pre-commit run the same static checks; the version is one number everywhere; the
-  changelog follows Keep a Changelog; the deprecation policy is stated.
+- CI and pre-commit run the same static checks, the type checker among them, and every
+  ``# type: ignore`` in the package names its error code and its reason; the version is one
+  number everywhere; the changelog follows Keep a Changelog; the deprecation policy is stated.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def test_the_rules_patterns(text: str, pattern: re.Pattern[str], found: bool) ->
 
 # --- CI and pre-commit -----------------------------------------------------------------------
 
-STATIC_CHECKS = ("ruff check", "ruff format --check", "lint-imports")
+STATIC_CHECKS = ("ruff check", "ruff format --check", "lint-imports", "mypy")
+#: ``# type: ignore[code]  # why``: the codes mypy needs silenced and, on the line, the reason.
+EXPLAINED_IGNORE = re.compile(r"# type: ignore\[[a-z-]+(?:, ?[a-z-]+)*\]  # \S")
 
 
 def test_ci_runs_the_static_checks_before_the_tests() -> None:
@@ -122,6 +125,16 @@ def test_ci_runs_the_static_checks_before_the_tests() -> None:
     for check in STATIC_CHECKS:
         at = [i for i, line in enumerate(lines) if line.startswith(check)]
         assert at and install < at[0] < tests, (check, lines)
+
+
+def test_every_type_ignore_names_its_code_and_its_reason() -> None:
+    unexplained = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "type: ignore" in line and not EXPLAINED_IGNORE.search(line)
+    ]
+    assert not unexplained, unexplained
 
 
 def test_pre_commit_runs_the_same_checks() -> None:
