@@ -71,3 +71,21 @@ def test_vector_env_truncates_at_max_episode_steps_and_resets_on_the_next_step()
     with pytest.raises(ValueError, match="num_envs"):
         AtariRamVectorEnv(0, game="air_raid")
     env.close()
+
+
+def test_a_worker_that_imports_an_algorithm_first_has_the_ram_ids() -> None:
+    # A Ray worker unpickling KickstartPPO imports rllib_privacy before gymnasium; the
+    # 'rllib_privacy:ALE/...' env then found no ALE namespace in that worker.
+    import subprocess
+    import sys
+
+    code = (
+        "import rllib_privacy.algorithms.kickstart_ppo.kickstart_ppo\n"
+        "import gymnasium as gym\n"
+        "env = gym.make_vec('rllib_privacy:ALE/AirRaid-ram-v5', num_envs=2,"
+        " vectorization_mode='vector_entry_point')\n"
+        "print(type(env).__name__)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "AtariRamVectorEnv"
