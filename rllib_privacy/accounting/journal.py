@@ -24,29 +24,32 @@ It writes every release the same way, ``{"kind": "release", "event": <event dict
 and replays it the same way, into the ledger and then into the component through the
 [JournaledComponent][rllib_privacy.accounting.journal.JournaledComponent] protocol: no
 component has its own replay loop. Journals written by 0.1.0 (a record kind per component)
-are read through one translation table, ``legacy_release``.
+are read through one translation table
+([journal_records][rllib_privacy.accounting.journal_records]).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import pathlib
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from rllib_privacy.accounting.events import (
-    DirichletAnswer,
-    EpsilonDeltaRelease,
-    LDPReport,
-    PATEQueries,
-    PrivacyEvent,
-    event_from_dict,
-    event_to_dict,
+from rllib_privacy.accounting.events import PrivacyEvent, event_from_dict, event_to_dict
+from rllib_privacy.accounting.journal_records import (
+    HEADER,
+    LEGACY_UPDATES,
+    RELEASE,
+    RESERVED_KEYS,
+    SNAPSHOT,
+    UPDATE,
+    legacy_release,
+    record_extras,
+    record_kind,
 )
 from rllib_privacy.accounting.ledger import Ledger
 
@@ -73,8 +76,6 @@ logger = logging.getLogger(__name__)
 
 #: Name of the journal folder inside a run's log dir.
 JOURNAL_DIR_NAME = "privacy_journal"
-#: Keys the journal writes itself; a record must not set them.
-RESERVED_KEYS = frozenset({"seq", "component", "time"})
 
 
 class PrivacyJournalError(RuntimeError):
@@ -351,15 +352,6 @@ class PrivacyJournal:
 
 # ---------------------------------------------------------------------- replay journal
 
-#: Record kind that replaces a component's totals by the state it holds.
-SNAPSHOT = "snapshot"
-#: Record kind of a release: ``{"kind": "release", "event": <event dict>, **extras}``.
-RELEASE = "release"
-#: Record kind of a change of a component's own schedule or flags (no privacy spent):
-#: ``{"kind": "update", "fields": {...}}``.
-UPDATE = "update"
-#: Record kind of the first record: ``{"kind": "header", "ledger_id": ...}``.
-HEADER = "header"
 #: Environment variable naming ledger ids (comma-separated) whose missing journal a restore
 #: may do without; the releases made after that checkpoint are then not counted.
 ACCEPT_JOURNAL_LOSS_ENV = "RLLIB_PRIVACY_ACCEPT_JOURNAL_LOSS"
@@ -367,11 +359,6 @@ ACCEPT_JOURNAL_LOSS_ENV = "RLLIB_PRIVACY_ACCEPT_JOURNAL_LOSS"
 
 class JournalNotFoundError(PrivacyJournalError):
     """A checkpoint's journal is missing, so restoring it could forget spent budget."""
-
-
-def record_kind(record: Mapping[str, Any]) -> Any:
-    """The kind of a replay-journal record (``"type"`` in LDPA3C journals written before 0.3)."""
-    return record.get("kind", record.get("type"))
 
 
 def _header_ledger_id(record: Mapping[str, Any]) -> str | None:
@@ -447,83 +434,6 @@ class JournaledComponent(Protocol):
         ...
 
 
-#: Fields of a record that are the journal's or the record kind's, not a component's.
-_RECORD_KEYS = RESERVED_KEYS | {"kind", "type", "event"}
-
-
-def _extras(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in record.items() if key not in _RECORD_KEYS}
-
-
-def _number(value: Any) -> Any:
-    return math.inf if value == "inf" else value
-
-
-#: 0.1.0's record kinds that changed a component's own state, as ``"update"`` fields.
-_LEGACY_UPDATES: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "schedule": _extras,  # the kickstart teacher's k schedule
-    "stop": lambda record: {"stopped": True},  # the PATE labeler stopped answering
-}
-
-
-def legacy_release(
-    record: Mapping[str, Any], defaults: Mapping[str, Any]
-) -> list[PrivacyEvent] | None:
-    """The events a 0.1.0 release record stood for, most specific first; None if not one.
-
-    0.1.0 wrote one record kind per component, its fields at the top level:
-
-    * ``"release"`` (kickstart teacher): ``k, epsilon, delta, count`` and, since RDP,
-      ``eta, radius, num_actions``: a Dirichlet answer (mechanism missing before RDP: taken
-      from ``defaults``, the teacher's own η, radius and m, fixed for a run) and its
-      Theorem 1 (ε, δ) pair; the ledger takes whichever its composition records;
-    * ``"queries"`` (PATE labeler): ``votes``, ``gamma``, ``mechanism`` and, for
-      Confident-GNMax, ``answered``;
-    * ``"submission"`` (LDPA3C, also as ``"type"``): ``agent_id, epsilon, mechanism``.
-
-    Args:
-        record: A journal record without an ``"event"`` field.
-        defaults: Mechanism fields for records that lack them.
-
-    """
-    kind = record_kind(record)
-    if kind == "release":
-        count = int(record["count"])
-        events: list[PrivacyEvent] = []
-        mechanism = {
-            key: record.get(key, defaults.get(key)) for key in ("eta", "radius", "num_actions")
-        }
-        if None not in mechanism.values() and math.isfinite(_number(record["k"])):
-            events.append(DirichletAnswer(k=record["k"], count=count, **mechanism))
-        events.append(
-            EpsilonDeltaRelease(
-                epsilon=_number(record["epsilon"]), delta=record["delta"], count=count
-            )
-        )
-        return events
-    if kind == "queries":
-        settings = dict(
-            record.get("mechanism") or {"aggregator": "lnmax", "gamma": record["gamma"]}
-        )
-        answered = record.get("answered")
-        return [
-            PATEQueries(
-                votes=record["votes"],
-                answered=None if answered is None else tuple(answered),
-                **settings,
-            )
-        ]
-    if kind == "submission":
-        return [
-            LDPReport(
-                agent_id=record["agent_id"],
-                epsilon=_number(record["epsilon"]),
-                mechanism=record["mechanism"],
-            )
-        ]
-    return None
-
-
 class ReplayJournal:
     """A component's ``PrivacyJournal``, tied to its ledger, with generic replay and restore.
 
@@ -554,7 +464,7 @@ class ReplayJournal:
             ``ledger_id``; reopening an existing journal gives the ledger the journal's id
             instead.
         legacy_defaults: Mechanism fields for 0.1.0 release records that lack them (see
-            [legacy_release][rllib_privacy.accounting.journal.legacy_release]).
+            [legacy_release][rllib_privacy.accounting.journal_records.legacy_release]).
 
     Raises:
         PrivacyJournalError: If the file is corrupt, belongs to another component, or does
@@ -666,16 +576,16 @@ class ReplayJournal:
             kind = record_kind(record)
             if kind == SNAPSHOT:
                 # 0.1.0's LDPA3C kept a snapshot's fields at the top of the record.
-                state = record["state"] if "state" in record else _extras(record)
+                state = record["state"] if "state" in record else record_extras(record)
                 component.load_journal_snapshot(state)
             elif kind == UPDATE:
                 component.apply_journal_update(record["fields"])
-            elif kind in _LEGACY_UPDATES:
-                component.apply_journal_update(_LEGACY_UPDATES[kind](record))
+            elif kind in LEGACY_UPDATES:
+                component.apply_journal_update(LEGACY_UPDATES[kind](record))
             else:
                 event = self._event(record)
                 replayed += event.count
-                component.count_replayed_release(event, _extras(record))
+                component.count_replayed_release(event, record_extras(record))
         return replayed
 
     def _event(self, record: Mapping[str, Any]) -> PrivacyEvent:
