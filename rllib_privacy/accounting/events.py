@@ -23,7 +23,12 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from rllib_privacy._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import (
+    check_finite_positive,
+    check_int_in_range,
+    decode_inf,
+    encode_inf,
+)
 
 __all__ = [
     "PATE_AGGREGATORS",
@@ -285,11 +290,9 @@ def _vote(value: Any) -> float | int:
 
 
 def _encode(value: Any) -> Any:
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
     if isinstance(value, tuple):
         return [_encode(item) for item in value]
-    return value
+    return encode_inf(value)
 
 
 def event_to_dict(event: PrivacyEvent) -> dict[str, Any]:
@@ -306,7 +309,7 @@ def _decode(value: Any, annotation: Any) -> Any:
     if value is None:
         return None
     if float in options and value in ("inf", "-inf"):
-        return math.inf if value == "inf" else -math.inf
+        return decode_inf("value", value)
     tuple_type = next((o for o in options if typing.get_origin(o) is tuple), None)
     if tuple_type is not None and isinstance(value, list):
         item_type = typing.get_args(tuple_type)[0]

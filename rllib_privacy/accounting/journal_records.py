@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rllib_privacy._validation import decode_inf
 from rllib_privacy.accounting.events import (
     DirichletAnswer,
     EpsilonDeltaRelease,
@@ -62,7 +63,8 @@ def record_extras(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _number(value: Any) -> Any:
-    return math.inf if value == "inf" else value
+    """A number of a 0.1.0 record (``"inf"`` for infinity)."""
+    return decode_inf("record field", value)
 
 
 #: 0.1.0's record kinds that changed a component's own state, as ``"update"`` fields.

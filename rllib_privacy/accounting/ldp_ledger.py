@@ -16,7 +16,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rllib_privacy._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import (
+    check_finite_positive,
+    check_int_in_range,
+    decode_inf,
+    encode_inf,
+)
 from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.events import LDPReport, PrivacyEvent
 from rllib_privacy.accounting.ledger import Ledger
@@ -55,16 +60,9 @@ def per_submission_epsilon(total_epsilon: float, submissions_per_agent: int) -> 
     return total_epsilon / submissions_per_agent
 
 
-def _encode_epsilon(value: float) -> float | str:
-    return "inf" if math.isinf(value) else value
-
-
 def _decode_epsilon(name: str, value: Any) -> float:
-    if value == "inf":
-        return math.inf
-    if isinstance(value, str):
-        raise ValueError(f"{name} must be a number > 0 or the string 'inf', got {value!r}")
-    return check_finite_positive(name, value)
+    value = decode_inf(name, value)
+    return value if value == math.inf else check_finite_positive(name, value)
 
 
 def _within_budget(total: float, budget: float) -> bool:
@@ -240,8 +238,8 @@ class LDPLedger(Ledger[LDPReport]):
         return {
             "format": _FORMAT,
             "version": _VERSION,
-            "epsilon_budget_per_agent": _encode_epsilon(self._budget),
-            "kinds": [[mechanism, _encode_epsilon(eps)] for mechanism, eps in self._kinds],
+            "epsilon_budget_per_agent": encode_inf(self._budget),
+            "kinds": [[mechanism, encode_inf(eps)] for mechanism, eps in self._kinds],
             "agents": agents,
         }
 

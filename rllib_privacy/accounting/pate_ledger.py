@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy._validation import check_finite_positive, check_int_in_range, required
+from rllib_privacy._validation import (
+    check_finite_positive,
+    check_int_in_range,
+    decode_inf,
+    encode_inf,
+    required,
+)
 from rllib_privacy.accounting.events import PATE_AGGREGATORS, PATEQueries, PrivacyEvent
 from rllib_privacy.accounting.gnmax import (
     GNMAX_ORDERS,
@@ -66,10 +72,6 @@ _STATE_KEYS = _STATE_KEYS_V1 | {
 }
 # Relative slack for the budget check (floating-point sums of moments).
 _BUDGET_RTOL = 1e-9
-
-
-def _encode(value: float) -> float | str:
-    return "inf" if math.isinf(value) else value
 
 
 def _histogram_key(row: np.ndarray) -> tuple[float | int, ...]:
@@ -539,7 +541,7 @@ class PATELedger(Ledger[PATEQueries]):
             "orders": [float(a) for a in self._orders] if self._rdp else None,
             "delta": self._delta,
             "max_order": self._max_order,
-            "epsilon_budget": _encode(self._budget),
+            "epsilon_budget": encode_inf(self._budget),
             "max_queries": self._max_queries,
             "budget_basis": self._basis,
             "histograms": [list(key[1]) for key in self._events],
@@ -586,7 +588,7 @@ class PATELedger(Ledger[PATEQueries]):
                 f"state format/version must be {_FORMAT!r}/{_VERSION} (or 1), "
                 f"got {state['format']!r}/{state['version']!r}"
             )
-        budget = math.inf if state["epsilon_budget"] == "inf" else state["epsilon_budget"]
+        budget = decode_inf("state['epsilon_budget']", state["epsilon_budget"])
         fresh = PATELedger(
             gamma=state["gamma"],
             delta=state["delta"],

@@ -37,7 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy._validation import check_finite_positive, check_int_in_range
+from rllib_privacy._validation import (
+    check_finite_positive,
+    check_int_in_range,
+    decode_inf,
+    encode_inf,
+)
 from rllib_privacy.accounting._state import check_state_header
 from rllib_privacy.accounting.accountants import (
     DEFAULT_DELTA_SLACK,
@@ -54,7 +59,7 @@ from rllib_privacy.accounting.events import (
     check_probability,
     event_to_dict,
 )
-from rllib_privacy.accounting.ldp_ledger import _encode_epsilon, _within_budget
+from rllib_privacy.accounting.ldp_ledger import _within_budget
 from rllib_privacy.accounting.ledger import Ledger
 
 __all__ = ["COMPOSITIONS", "TeacherEvent", "TeacherLedger"]
@@ -75,15 +80,6 @@ _STATE_KEYS = {
 }
 
 
-def _decode_number(name: str, value: Any) -> Any:
-    """Undo ``_encode_epsilon``: ``"inf"`` becomes ``math.inf``; other values pass through."""
-    if value == "inf":
-        return math.inf
-    if isinstance(value, str):
-        raise ValueError(f"{name} must be a number or the string 'inf', got {value!r}")
-    return value
-
-
 def _legacy_history(state: dict[str, Any]) -> list[dict[str, Any]]:
     """The accountant history of a version 1 or 2 state (rows of numbers, before events).
 
@@ -99,9 +95,9 @@ def _legacy_history(state: dict[str, Any]) -> list[dict[str, Any]]:
         where = f"state['events'][{position}]"
         if not isinstance(raw, list | tuple) or len(raw) != 4:
             raise ValueError(f"{where} must be [k, epsilon, delta, count]")
-        check_finite_positive(f"{where} k", _decode_number(f"{where} k", raw[0]), allow_inf=True)
+        check_finite_positive(f"{where} k", decode_inf(f"{where} k", raw[0]), allow_inf=True)
         release = EpsilonDeltaRelease(
-            epsilon=_decode_number(f"{where} epsilon", raw[1]),
+            epsilon=decode_inf(f"{where} epsilon", raw[1]),
             delta=raw[2],
             count=check_int_in_range(f"{where} count", raw[3], low=1),
         )
@@ -337,7 +333,7 @@ class TeacherLedger(Ledger[TeacherEvent]):
         return {
             "format": _FORMAT,
             "version": _VERSION,
-            "epsilon_budget": _encode_epsilon(self._epsilon_budget),
+            "epsilon_budget": encode_inf(self._epsilon_budget),
             "delta_budget": self._delta_budget,
             "composition": self._composition,
             "advanced_delta_slack": self._slack,
@@ -370,7 +366,7 @@ class TeacherLedger(Ledger[TeacherEvent]):
             owner="TeacherLedger",
         )
         restored = TeacherLedger(
-            epsilon_budget=_decode_number("state['epsilon_budget']", state["epsilon_budget"]),
+            epsilon_budget=decode_inf("state['epsilon_budget']", state["epsilon_budget"]),
             delta_budget=state["delta_budget"],
             composition=state["composition"],
             advanced_delta_slack=state["advanced_delta_slack"],
