@@ -1,11 +1,11 @@
 """Privacy ledgers: what was released, at what ε; composition (no Ray import).
 
-Releases are typed events ([events][rllib_privacy.accounting.events]: a Dirichlet answer,
+Releases are typed events (``rllib_privacy.accounting.events``: a Dirichlet answer,
 an (ε, δ) release, an LDP report, PATE queries). Every ledger (TeacherLedger, LDPLedger,
 PATELedger) implements [Ledger][rllib_privacy.accounting.ledger.Ledger] (privacy unit,
 identity, ``record(event)``/``can_afford(event)``/``replay(events)``, spent/remaining/releases,
 state), composing through an accountant where it has a choice of composition
-([accountants][rllib_privacy.accounting.accountants]: basic, advanced, RDP, by name), and
+(``rllib_privacy.accounting.accountants``: basic, advanced, RDP, by name), and
 every journaled component uses the one write-ahead journal,
 [ReplayJournal][rllib_privacy.accounting.journal.ReplayJournal], which stores events
 generically.

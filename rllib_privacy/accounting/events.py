@@ -3,7 +3,7 @@
 A ledger records events and recomputes its spent (ε, δ) from them; a journal writes them
 and reads them back. An event says what was released and through which mechanism, never
 what the composed ε is: that is the accountant's job
-([accountants][rllib_privacy.accounting.accountants]).
+(``rllib_privacy.accounting.accountants``).
 
 Every event validates its fields when it is built (a ``ValueError`` names the field), so
 a ledger never sees a malformed release. The JSON codec

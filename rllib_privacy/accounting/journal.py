@@ -3,7 +3,7 @@
 A ledger that lives only in checkpoints forgets every release made after the last
 checkpoint when the driver is killed, so a resumed run could spend the budget twice
 (docs/privacy-journal.md: a reset is a silent privacy leak). A component therefore appends each
-release's privacy event ([events][rllib_privacy.accounting.events]) to its journal and only
+release's privacy event (``rllib_privacy.accounting.events``) to its journal and only
 then hands the release out; the journal is the source of truth when a run (re)starts. A crash
 can then only over-count (a journaled release that never left), never under-count.
 
@@ -464,7 +464,7 @@ class ReplayJournal:
             ``ledger_id``; reopening an existing journal gives the ledger the journal's id
             instead.
         legacy_defaults: Mechanism fields for 0.1.0 release records that lack them (see
-            [legacy_release][rllib_privacy.accounting.journal_records.legacy_release]).
+            ``rllib_privacy.accounting.journal_records.legacy_release``).
 
     Raises:
         PrivacyJournalError: If the file is corrupt, belongs to another component, or does

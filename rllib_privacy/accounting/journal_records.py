@@ -1,9 +1,9 @@
 """What a privacy-journal record holds: its kind, its fields, and 0.1.0's record kinds (no Ray).
 
 Today's records are ``"header"``, ``"release"`` (a privacy event, see
-[events][rllib_privacy.accounting.events]), ``"update"`` and ``"snapshot"``. Journals written
+``rllib_privacy.accounting.events``), ``"update"`` and ``"snapshot"``. Journals written
 by 0.1.0 used a record kind per component with the fields at the top level;
-[legacy_release][rllib_privacy.accounting.journal_records.legacy_release] and
+``rllib_privacy.accounting.journal_records.legacy_release`` and
 ``LEGACY_UPDATES`` translate them, so that
 [ReplayJournal][rllib_privacy.accounting.journal.ReplayJournal] replays every journal one way.
 """

@@ -1,7 +1,7 @@
 """The one accounting interface every privacy ledger implements (no Ray import).
 
 Modelled on Opacus's accountants and Google dp-accounting's events: a ledger records typed
-*events* ([events][rllib_privacy.accounting.events]: what was released, through which
+*events* (``rllib_privacy.accounting.events``: what was released, through which
 mechanism) and recomputes the spent (ε, δ) from them on every query; a spent ε is never
 stored on its own (docs/privacy-journal.md).
 

@@ -5,7 +5,7 @@ Dirichlet mechanism at the current concentration k, with the (ε, δ) of Theorem
 ([dirichlet_privacy][rllib_privacy.accounting.dirichlet.dirichlet_privacy]). The ledger
 records one event per batch of answered states and always recomputes the spent (ε, δ)
 from them, through the accountant its composition names
-([accountants][rllib_privacy.accounting.accountants]).
+(``rllib_privacy.accounting.accountants``).
 
 Composition:
 
@@ -135,7 +135,7 @@ class TeacherLedger(Ledger[TeacherEvent]):
         advanced_delta_slack: δ' of advanced composition, in (0, 1); it counts towards
             ``delta_budget``. Ignored for ``"basic"`` and ``"rdp"``.
         orders: Rényi orders of the ``"rdp"`` curve (default
-            [DEFAULT_ORDERS][rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS]).
+            ``rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS``).
         ledger_id: Identity (see [Ledger][rllib_privacy.accounting.ledger.Ledger]); None
             draws a fresh one.
 

@@ -290,7 +290,7 @@ class DirichletTeacher:
             logits under ``action_dist_inputs``). It stays inside this object.
         settings: Mechanism and budget settings.
         journal_path: File of the write-ahead privacy journal (see
-            [journaling][rllib_privacy.utils.journaling]), or None (no journal: tests and
+            ``rllib_privacy.utils.journaling``), or None (no journal: tests and
             single-process use). Every answer's release and
             every change of the k schedule is journaled before it takes effect; records
             already in the file are replayed, so a restart continues the spent budget.

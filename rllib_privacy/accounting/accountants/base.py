@@ -40,7 +40,7 @@ def create_accountant(name: str, **options: Any) -> Accountant:
     """A new, empty accountant of the registered kind ``name`` (e.g. ``"rdp"``).
 
     Args:
-        name: A key of [ACCOUNTANTS][rllib_privacy.accounting.accountants.base.ACCOUNTANTS].
+        name: A key of ``rllib_privacy.accounting.accountants.base.ACCOUNTANTS``.
         **options: That accountant's constructor arguments (e.g. ``orders``).
 
     Raises:

@@ -43,7 +43,7 @@ class RDPAccountant(Accountant):
     Args:
         delta: The δ the curve is converted at, in (0, 1).
         orders: Rényi orders (default
-            [DEFAULT_ORDERS][rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS]).
+            ``rllib_privacy.accounting.dirichlet_renyi.DEFAULT_ORDERS``).
 
     Raises:
         ValueError: If ``delta`` is not in (0, 1) or the orders are invalid.
