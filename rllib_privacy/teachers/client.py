@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from rllib_privacy.teachers.dirichlet_teacher import DirichletTeacher, TeacherAnswer
+from rllib_privacy.teachers.answer import TeacherAnswer
+from rllib_privacy.teachers.dirichlet_teacher import DirichletTeacher
 
 
 class TeacherClient:

@@ -25,8 +25,8 @@ from rllib_privacy.connectors.kickstart_teacher import (
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import KickstartLossSettings
 from rllib_privacy.teachers import JOURNAL_COMPONENT, DirichletTeacher, TeacherSettings
+from rllib_privacy.teachers.answer import TeacherAnswer
 from rllib_privacy.teachers.answer_cache import AnswerCache
-from rllib_privacy.teachers.dirichlet_teacher import TeacherAnswer
 
 OBS_SPACE = gym.spaces.Box(
     np.array([-4.8, -np.inf, -0.42, -np.inf], np.float32),
