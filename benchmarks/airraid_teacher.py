@@ -91,9 +91,7 @@ def random_play(env_config: dict[str, Any], episodes: int, seed: int) -> list[fl
     return finished[:episodes]
 
 
-def window_means(
-    curve: list[tuple[float, float]], window: float
-) -> list[tuple[float, float, int]]:
+def window_means(curve: list[tuple[float, float]], window: float) -> list[tuple[float, float, int]]:
     """(window end, mean return, iterations) per ``window`` env steps."""
     out = []
     end = window
