@@ -21,8 +21,16 @@ if str(BENCH_DIR) not in sys.path:
 
 
 def import_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` freshly imported as the module ``name``."""
-    sys.modules.pop(name, None)
+    """``benchmarks/<name>.py`` freshly imported as the module ``name``.
+
+    The shared ``harness`` and the script's ``<name>_bench`` package are imported afresh with
+    it: a test that re-imported ``harness`` alone would otherwise leave the package raising
+    the old module's ``BenchmarkError``, which ``pytest.raises(bench.BenchmarkError)`` does
+    not catch.
+    """
+    for module in list(sys.modules):
+        if module in (name, "harness") or module.split(".")[0] == f"{name}_bench":
+            sys.modules.pop(module, None)
     return importlib.import_module(name)
 
 
