@@ -22,6 +22,7 @@ from rllib_privacy.learners.kickstart_loss import (
     KickstartLossSettings,
     kickstart_alpha,
 )
+from tests.plugins.test_kickstart_units import _Metrics, _ZeroLossLearner
 
 
 def _rows(start: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -138,19 +139,6 @@ def test_connector_hands_each_answered_row_to_the_sink_once() -> None:
     np.testing.assert_array_equal(sunk_policies, np.tile([[0.25, 0.75]], (3, 1)))
     np.testing.assert_array_equal(sunk_k, [7.0, 7.0, 7.0])
     np.testing.assert_array_equal(batch["default_policy"][TEACHER_MASK], [1, 0, 1, 0, 0, 1])
-
-
-class _Metrics:
-    def __init__(self) -> None:
-        self.logged: dict[str, float] = {}
-
-    def log_dict(self, values: dict[str, Any], *, key: str, window: int) -> None:
-        self.logged.update({k: float(v) for k, v in values.items()})
-
-
-class _ZeroLossLearner:
-    def compute_loss_for_module(self, **kwargs: Any) -> torch.Tensor:
-        return torch.tensor(0.0)
 
 
 class _ProbabilitiesModule:
