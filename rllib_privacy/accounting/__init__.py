@@ -105,7 +105,12 @@ from rllib_privacy.accounting.pdp import (
     instance_privacy_losses_on_grid,
     uniform_laplace_loss_bound,
 )
-from rllib_privacy.accounting.shuffle import shuffle_epsilon, shuffle_epsilon_closed_form
+from rllib_privacy.accounting.shuffle import (
+    local_epsilon_for_central,
+    shuffle_epsilon,
+    shuffle_epsilon_closed_form,
+    shuffled_rounds_epsilon,
+)
 from rllib_privacy.accounting.teacher_ledger import COMPOSITIONS, TeacherLedger
 
 __all__ = [
@@ -161,6 +166,8 @@ __all__ = [
     "per_submission_epsilon",
     "shuffle_epsilon",
     "shuffle_epsilon_closed_form",
+    "shuffled_rounds_epsilon",
+    "local_epsilon_for_central",
     "theorem3_max_q",
     "uniform_laplace_loss_bound",
     "GNMAX_ORDERS",

@@ -43,7 +43,12 @@ from scipy import stats
 
 from rllib_privacy._validation import check_finite_positive, check_int_in_range
 
-__all__ = ["shuffle_epsilon", "shuffle_epsilon_closed_form"]
+__all__ = [
+    "local_epsilon_for_central",
+    "shuffle_epsilon",
+    "shuffle_epsilon_closed_form",
+    "shuffled_rounds_epsilon",
+]
 
 # Default binary-search iterations: the bracket [0, min(ε₀, closed form)] shrinks to
 # 2^-30 of its width, far below any ε that is worth reporting.
@@ -330,3 +335,96 @@ def shuffle_epsilon(
     num_iterations = check_int_in_range("num_iterations", num_iterations, low=1)
     step = check_int_in_range("step", step, low=1)
     return _numerical(epsilon0, num_reports, delta, num_iterations, step)
+
+
+def shuffled_rounds_epsilon(
+    epsilon0: float, num_reports: int, delta: float, *, rounds: int = 1
+) -> float:
+    """Return the central ε, at total δ, of ``rounds`` shuffled batches of ε₀-LDP reports.
+
+    An agent that submits ``rounds`` times appears in up to ``rounds`` batches, each of
+    ``num_reports`` shuffled reports. Each batch is (ε_b, δ/rounds)-DP for that agent with
+    ``ε_b = shuffle_epsilon(ε₀, n, δ/rounds)``, and basic composition (valid for adaptively
+    chosen mechanisms) makes the ``rounds`` batches ``(rounds·ε_b, δ)``-DP.
+
+    Args:
+        epsilon0: ε₀ of each report's local randomizer, a finite number > 0.
+        num_reports: n, the number of shuffled reports per batch, an int >= 1.
+        delta: The total target δ over all rounds, in (0, 1).
+        rounds: T, the number of batches the agent appears in, an int >= 1.
+
+    Returns:
+        An upper bound on the central ε of the ``rounds`` batches.
+
+    Raises:
+        ValueError: Naming the argument, if one is out of range.
+
+    """
+    epsilon0, num_reports, delta = _check_args(epsilon0, num_reports, delta)
+    rounds = check_int_in_range("rounds", rounds, low=1)
+    return rounds * _numerical(epsilon0, num_reports, delta / rounds, _DEFAULT_ITERATIONS, 1)
+
+
+# Search range for local_epsilon_for_central: below _MIN_LOCAL_EPSILON the answer is not
+# worth reporting (and the binomials degenerate); above _NO_CLONES_EPSILON0 there is no
+# amplification left.
+_MIN_LOCAL_EPSILON = 1e-9
+_LOCAL_SEARCH_ITERATIONS = 40
+
+
+def local_epsilon_for_central(
+    central_epsilon: float, num_reports: int, delta: float, *, rounds: int = 1
+) -> float:
+    """Return the largest ε₀ whose shuffled, composed central ε is <= ``central_epsilon``.
+
+    Inverts [shuffled_rounds_epsilon][rllib_privacy.accounting.shuffle.shuffled_rounds_epsilon]
+    in ε₀ by bisection (the central ε increases with ε₀): the result ε₀ satisfies
+    ``shuffled_rounds_epsilon(ε₀, num_reports, delta, rounds=rounds) <= central_epsilon``,
+    and is within a relative 2^-40 of the largest such ε₀. It is never below
+    ``central_epsilon / rounds`` (shuffling is post-processing: no amplification is the
+    worst case) and is capped at 700 (no clones are left above it) unless that floor is
+    higher.
+
+    Args:
+        central_epsilon: The target central ε over all ``rounds``, a finite number > 0.
+        num_reports: n, the number of shuffled reports per batch, an int >= 1.
+        delta: The total target δ over all rounds, in (0, 1).
+        rounds: T, the number of batches each agent appears in, an int >= 1.
+
+    Returns:
+        ε₀ for each report's local randomizer.
+
+    Raises:
+        ValueError: Naming the argument, if one is out of range, or naming
+            ``central_epsilon`` if it needs ε₀ below 1e-9.
+
+    """
+    central_epsilon = check_finite_positive("central_epsilon", central_epsilon)
+    num_reports = check_int_in_range("num_reports", num_reports, low=1, high=_MAX_REPORTS)
+    delta = _check_delta(delta)
+    rounds = check_int_in_range("rounds", rounds, low=1)
+
+    def central(epsilon0: float) -> float:
+        return shuffled_rounds_epsilon(epsilon0, num_reports, delta, rounds=rounds)
+
+    # Shuffling is post-processing, so each batch is ε₀-DP: ε₀ = central_epsilon / rounds
+    # always reaches the target, which starts the bracket (and bounds the search).
+    floor = central_epsilon / rounds
+    if floor < _MIN_LOCAL_EPSILON or central(floor) > central_epsilon:
+        raise ValueError(
+            f"central_epsilon={central_epsilon!r} is unreachable with num_reports="
+            f"{num_reports}, delta={delta!r}, rounds={rounds}: it needs a local epsilon "
+            f"below {_MIN_LOCAL_EPSILON}"
+        )
+    if floor >= _NO_CLONES_EPSILON0 or central(_NO_CLONES_EPSILON0) <= central_epsilon:
+        return max(floor, _NO_CLONES_EPSILON0)
+    # Bisection on log ε₀ (the bracket can span orders of magnitude); invariant:
+    # central(exp(low)) <= central_epsilon < central(exp(high)).
+    low, high = math.log(floor), math.log(_NO_CLONES_EPSILON0)
+    for _ in range(_LOCAL_SEARCH_ITERATIONS):
+        middle = 0.5 * (low + high)
+        if central(math.exp(middle)) <= central_epsilon:
+            low = middle
+        else:
+            high = middle
+    return math.exp(low)

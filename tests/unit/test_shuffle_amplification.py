@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rllib_privacy.accounting import shuffle_epsilon, shuffle_epsilon_closed_form
+from rllib_privacy.accounting import (
+    local_epsilon_for_central,
+    shuffle_epsilon,
+    shuffle_epsilon_closed_form,
+    shuffled_rounds_epsilon,
+)
 from rllib_privacy.accounting.shuffle import _DeltaBound, _hockey_sticks, _numerical
 
 FIXTURES = json.loads(
@@ -199,3 +204,45 @@ def test_bad_inputs_name_the_argument(function, override: dict, name: str) -> No
 def test_bad_search_settings(override: dict, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         shuffle_epsilon(1.0, 1000, 1e-6, **override)
+
+
+@pytest.mark.parametrize(
+    ("central", "n", "delta", "rounds"),
+    [(0.5, 2048, 1e-6, 1), (2.0, 2048, 1e-6, 10), (1.0, 100, 1e-8, 3), (0.05, 10, 1e-6, 1)],
+)
+def test_local_epsilon_for_central_is_the_largest_reaching_the_target(
+    central: float, n: int, delta: float, rounds: int
+) -> None:
+    eps0 = local_epsilon_for_central(central, n, delta, rounds=rounds)
+    assert eps0 >= central / rounds  # no amplification is the worst case
+    assert shuffled_rounds_epsilon(eps0, n, delta, rounds=rounds) <= central
+    assert shuffled_rounds_epsilon(eps0 * (1 + 1e-6), n, delta, rounds=rounds) > central
+
+
+def test_local_epsilon_for_central_is_monotone_in_the_target() -> None:
+    values = [local_epsilon_for_central(c, 2048, 1e-6) for c in (0.05, 0.1, 0.3, 1.0)]
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"central_epsilon": 0.0}, "central_epsilon"),
+        ({"central_epsilon": math.inf}, "central_epsilon"),
+        ({"num_reports": 0}, "num_reports"),
+        ({"delta": 1.0}, "delta"),
+        ({"rounds": 0}, "rounds"),
+        ({"central_epsilon": 1e-12}, "central_epsilon"),
+    ],
+)
+def test_local_epsilon_for_central_rejects_bad_input(kwargs: dict, name: str) -> None:
+    args = {"central_epsilon": 1.0, "num_reports": 100, "delta": 1e-6} | kwargs
+    rounds = args.pop("rounds", 1)
+    with pytest.raises(ValueError, match=name):
+        local_epsilon_for_central(**args, rounds=rounds)
+
+
+def test_rounds_compose_basically() -> None:
+    one = shuffle_epsilon(1.0, 2048, 1e-6 / 4)
+    assert shuffled_rounds_epsilon(1.0, 2048, 1e-6, rounds=4) == pytest.approx(4 * one)
