@@ -185,3 +185,90 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "index.html").is_file()
     assert (tmp_path / "api" / "mechanisms" / "index.html").is_file()
+
+
+# ---- one source of truth for the quick start's duration -------------------------------------
+
+RESULTS_MD = REPO / "benchmarks" / "RESULTS.md"
+#: Where the quick start's measured duration is quoted. To refresh the figures: re-run
+#: `python benchmarks/quick_start.py --runs 10 --write-results`, then paste its bold
+#: sentence into each of these files (the test below prints it).
+QUICK_START_QUOTES = (
+    "README.md",
+    "docs/getting-started.md",
+    "docs/results.md",
+    "tuned_configs/ldp_a3c.yaml",
+)
+_QUOTE = re.compile(
+    r"solved in \d+ of \d+ runs; median wall time \d+ s \(max \d+ s\); "
+    r"median solved_at [\d,]+ submissions"
+)
+
+
+def _quick_start_sentence() -> str:
+    """The headline sentence of RESULTS.md's quick-start section (benchmarks/quick_start.py)."""
+    section = RESULTS_MD.read_text().split("<!-- quick_start:start -->", 1)[1]
+    section = section.split("<!-- quick_start:end -->", 1)[0]
+    match = _QUOTE.search(section)
+    assert match, "benchmarks/RESULTS.md's quick-start section has no headline sentence"
+    return match.group(0)
+
+
+def _prose(path: Path) -> str:
+    """A file's text with line breaks (and YAML comment markers) folded into spaces."""
+    text = path.read_text()
+    if path.suffix == ".yaml":
+        text = "\n".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.parametrize("name", QUICK_START_QUOTES)
+def test_quick_start_duration_is_quoted_from_results(name: str) -> None:
+    expected = _quick_start_sentence()
+    quotes = _QUOTE.findall(_prose(REPO / name))
+    assert quotes, f"{name}: quote the quick start's figures from RESULTS.md: {expected!r}"
+    assert set(quotes) == {expected}, f"{name}: stale quote {quotes}; RESULTS.md: {expected!r}"
+
+
+@pytest.mark.parametrize("name", ("README.md", "docs/getting-started.md"))
+def test_quick_start_has_no_other_duration_estimate(name: str) -> None:
+    # The estimate is RESULTS.md's; a second one ("about 3 minutes") goes stale unseen.
+    text = (REPO / name).read_text()
+    start = text.index("tuned_configs/ldp_a3c.yaml")
+    section = text[start : text.index("\n## ", start)]
+    assert not re.search(r"\d\s*(minutes?|min)\b", section), name
+
+
+def test_quote_pattern_reads_the_results_sentence() -> None:
+    sentence = (
+        "**solved in 7 of 10 runs; median wall time 95 s (max 120 s); median solved_at "
+        "199,430 submissions.**"
+    )
+    match = _QUOTE.search(sentence)
+    assert match and match.group(0) == sentence.strip("*.")
+
+
+# ---- API docstrings render: no Sphinx roles ---------------------------------------------------
+
+_SPHINX_ROLE = re.compile(r":(class|mod|func|data|meth|attr|exc|obj|ref):`")
+
+
+def test_no_sphinx_roles_in_docstrings_or_docs() -> None:
+    # The API pages are rendered by mkdocstrings, which shows `:class:` literally; use
+    # [name][dotted.path] cross-references or code spans instead.
+    package = Path(rllib_privacy.__file__).parent
+    hits = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in sorted(package.rglob("*.py"))
+        for line, text in _comments_and_docstrings(path.read_text())
+        if _SPHINX_ROLE.search(text)
+    ]
+    hits += [
+        str(p.relative_to(REPO)) for p in DOCS.rglob("*.md") if _SPHINX_ROLE.search(p.read_text())
+    ]
+    assert not hits, f"Sphinx roles that mkdocstrings does not render: {hits}"
+
+
+def test_sphinx_role_pattern_matches_roles() -> None:
+    assert _SPHINX_ROLE.search("see :class:`Foo` and :mod:`bar`")
+    assert not _SPHINX_ROLE.search("see [`Foo`][rllib_privacy.Foo] and `bar`")
