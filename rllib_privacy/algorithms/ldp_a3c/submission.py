@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+#: Field metadata flag of a field that identifies the sender or orders its reports. The
+#: shuffler strips every such field (``anonymous.AnonymousReport``); every other field,
+#: including ones added later, passes through to the aggregator.
+IDENTIFYING = "identifying"
 
 
 @dataclass(frozen=True)
@@ -32,14 +38,23 @@ class GradientSubmission:
 
     """
 
-    agent_id: str
+    agent_id: str = dataclasses.field(metadata={IDENTIFYING: True})
     gradient: np.ndarray
     epsilon: float
     mechanism: str
     score: float
     env_steps: int
     weights_version: int
-    agent_sequence: int
+    agent_sequence: int = dataclasses.field(metadata={IDENTIFYING: True})
+
+    @property
+    def total_epsilon(self) -> float:
+        """ε₀: the TOTAL ε this report spends, its gradient and everything released with it.
+
+        What the per-agent budget and the shuffle bound count. A field added for another
+        private release (e.g. a privatized score) must add its ε here.
+        """
+        return self.epsilon
 
     @property
     def submission_id(self) -> str:
