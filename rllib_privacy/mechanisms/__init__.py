@@ -13,7 +13,8 @@ Learning with Privacy-Aware Learners" (η-restriction, log-space sampling, Lemma
 the kickstart threshold α_λ), and a Lipschitz upper bound for torch MLPs (lazy torch import).
 Instance-wise Laplace mechanism of Ryu et al. (``instance_laplace``): per-instance
 Laplace release and its exact output PMF / KL divergence on shared bins.
-PATE's noisy-max vote aggregation (LNMax, GNMax, Confident-GNMax).
+PATE's noisy-max vote aggregation (LNMax, GNMax, Confident-GNMax). Duchi et al.'s one-bit
+mechanism for a bounded scalar (``one_bit``: LDPA3C's private scores).
 Secure noise (``secure_noise``): OpenDP's floating-point-safe samplers behind every
 mechanism's ``secure_mode``, OS-entropy generators, per-agent noise streams and the
 fixed-seed ``PrivacyWarning``.
@@ -48,6 +49,7 @@ from rllib_privacy.mechanisms.noisy_max import (
     plurality,
     validate_votes,
 )
+from rllib_privacy.mechanisms.one_bit import OneBitMechanism
 from rllib_privacy.mechanisms.privunit import (
     privunit2,
     privunit2_mse,
@@ -81,6 +83,7 @@ from rllib_privacy.mechanisms.secure_noise import (
 )
 
 __all__ = [
+    "OneBitMechanism",
     "GradientMechanism",
     "MECHANISM_NAMES",
     "NoiseStreams",
