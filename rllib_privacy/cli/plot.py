@@ -1,4 +1,4 @@
-"""``rllib-privacy plot``: learning curves (median and band over seeds) from Tune results."""
+"""``rllib-privacy plot``: learning curves (median, band where seeds share x) from Tune results."""
 
 from __future__ import annotations
 

@@ -73,6 +73,7 @@ class GroupCurve:
         x_keys: The result key(s) the trials' x values came from.
         trials: The trial folders in the curve.
         skipped: Trial folders of this group left out because they lack the metric or x.
+        points_per_trial: Each trial's number of (x, metric) points.
 
     """
 
@@ -90,6 +91,20 @@ class GroupCurve:
     x_keys: tuple[str, ...]
     trials: tuple[Path, ...]
     skipped: tuple[Path, ...] = ()
+    points_per_trial: tuple[int, ...] = ()
+
+    @property
+    def one_point_per_trial(self) -> bool:
+        """Whether every trial reported a single point (e.g. a one-iteration sweep).
+
+        Such a group has no curve: its "median" would join different trials' points.
+        """
+        return bool(self.points_per_trial) and max(self.points_per_trial) == 1
+
+    @property
+    def has_band(self) -> bool:
+        """Whether at least two trials share some x, so that a band says something."""
+        return bool(np.any(self.counts >= 2)) and not self.one_point_per_trial
 
     @property
     def num_trials(self) -> int:
@@ -327,7 +342,16 @@ def aggregate_curves(
         )  # fmt: skip
         if fields is not None:
             curves.append(fields)
-    return [GroupCurve(**fields) for fields in curves]
+    result = [GroupCurve(**fields) for fields in curves]
+    single = [c.name for c in result if c.one_point_per_trial]
+    if single:
+        warnings.warn(
+            f"every trial of {', '.join(single)} reported one result: drawn as points, not "
+            "curves, with no median or band; run more training iterations for learning curves",
+            PlotWarning,
+            stacklevel=2,
+        )
+    return result
 
 
 def _group_fields(
@@ -475,4 +499,5 @@ def _aggregate_group(
         "final_values": np.array([ys[-1] for _, ys, _ in per_trial]),
         "x_keys": tuple(dict.fromkeys(key for _, _, key in per_trial)),
         "trials": tuple(t.path for t in trials),
+        "points_per_trial": tuple(len(xs) for xs, _, _ in per_trial),
     }

@@ -55,9 +55,12 @@ def build_figure(
 ) -> Any:
     """The learning-curve figure (a matplotlib ``Figure`` on an Agg canvas, no pyplot).
 
-    One median line and shaded band per curve; the x-axis names the x key (env steps,
-    training iterations, submissions, ...), the y-axis the metric and its key, the legend
-    the groups and their numbers of seeds.
+    One median line per curve, with a shaded band only where at least two of its trials
+    (seeds) share an x; a group whose trials each reported one point is drawn as those
+    points (markers, no line: joining different trials' points would draw a curve that no
+    trial followed). The x-axis names the x key (env steps, training iterations,
+    submissions, ...), the y-axis the metric and its key, the legend the groups and their
+    numbers of seeds, and the default title what was drawn (see ``describe_drawing``).
 
     Raises:
         PrivacyConfigError: No curves.
@@ -72,23 +75,60 @@ def build_figure(
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     for curve in curves:
+        if curve.one_point_per_trial:
+            axes.plot(
+                curve.final_x,
+                curve.final_values,
+                linestyle="none",
+                marker="o",
+                label=f"{curve.label}, one point each",
+            )
+            continue
         (line,) = axes.plot(curve.x, curve.median, label=curve.label, linewidth=1.6)
-        axes.fill_between(
-            curve.x, curve.lower, curve.upper, color=line.get_color(), alpha=0.25, linewidth=0
-        )
-    band = curves[0].band
+        if curve.has_band:
+            axes.fill_between(
+                curve.x,
+                curve.lower,
+                curve.upper,
+                where=curve.counts >= 2,
+                color=line.get_color(),
+                alpha=0.25,
+                linewidth=0,
+            )
     metric = metric or curves[0].metric
     axes.set_xlabel(x_axis_label(curves))
     axes.set_ylabel(axis_label([metric]))
-    axes.set_title(
-        title
-        if title is not None
-        else f"{metric}: median, {100 - band:g}th–{band:g}th percentile over seeds"
-    )
+    axes.set_title(title if title is not None else f"{metric}: {describe_drawing(curves)}")
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
     return figure
+
+
+def describe_drawing(curves: Sequence[GroupCurve]) -> str:
+    """What the figure shows, for its default title: medians, bands, single points.
+
+    E.g. ``median and 15th–85th percentile band over seeds``, ``one point per trial (one
+    result each)``, or ``one trial per curve (no band)``; a band drawn only where at least
+    two seeds share an x says so.
+    """
+    band = curves[0].band if curves else DEFAULT_BAND
+    lines = [c for c in curves if not c.one_point_per_trial]
+    parts = []
+    if lines:
+        if any(c.has_band for c in lines):
+            partial = any(np.any(c.counts < 2) for c in lines)
+            parts.append(
+                f"median and {100 - band:g}th–{band:g}th percentile band over seeds"
+                + (" (band where ≥ 2 seeds share an x)" if partial else "")
+            )
+        elif all(c.num_trials == 1 for c in lines):
+            parts.append("one trial per curve (no band)")
+        else:
+            parts.append("median of the trials reaching each x (no two share an x: no band)")
+    if len(lines) < len(curves):
+        parts.append("one point per trial (one result each)")
+    return "; ".join(parts)
 
 
 def plot_learning_curves(
@@ -108,7 +148,7 @@ def plot_learning_curves(
         curves: Curves from ``aggregate_curves``.
         output: The image file.
         metric: The y-axis label; default: the curves' metric.
-        title: The title; default: the metric and what the band is.
+        title: The title; default: the metric and what was drawn (``describe_drawing``).
 
     Returns:
         The written file.

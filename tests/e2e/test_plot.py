@@ -511,3 +511,72 @@ def test_band_brackets_the_median_within_the_trials_range(
         values = [s * x + i for i, s in enumerate(slopes) if x <= reached[i][-1]]
         assert curve.counts[j] == len(values)
         assert min(values) - 1e-9 <= curve.lower[j] and curve.upper[j] <= max(values) + 1e-9
+
+
+# ---- what is drawn: points for one-result trials, bands only where seeds share an x ---------
+
+
+def _one_iteration_sweep(root: Path) -> Path:
+    """ε ∈ {1, 10} × 3 seeds, each trial one result at its own env-step count."""
+    for index, (epsilon, seed) in enumerate([(e, s) for e in (1.0, 10.0) for s in (1, 2, 3)]):
+        write_trial(root / f"trial_{index}", _config(epsilon, seed), [100 + 7 * index], [seed])
+    return root
+
+
+def test_one_result_per_trial_is_drawn_as_points_with_a_notice(tmp_path: Path) -> None:
+    trials = plotting.load_trials([_one_iteration_sweep(tmp_path)])
+    with pytest.warns(plotting.PlotWarning, match="reported one result: drawn as points"):
+        curves = plotting.aggregate_curves(trials, group_by="epsilon")
+    assert [c.one_point_per_trial for c in curves] == [True, True]
+    assert not any(c.has_band for c in curves)
+    axes = plotting.build_figure(curves).axes[0]
+    assert not axes.collections  # No band.
+    for line, curve in zip(axes.lines, curves, strict=True):
+        assert line.get_linestyle() == "None" and line.get_marker() == "o"  # Points only.
+        np.testing.assert_array_equal(line.get_xdata(), curve.final_x)
+        np.testing.assert_array_equal(line.get_ydata(), [1, 2, 3])
+    assert axes.get_title().endswith("one point per trial (one result each)")
+    assert "median" not in axes.get_title() and "percentile" not in axes.get_title()
+
+
+def test_band_only_where_two_seeds_share_an_x(tmp_path: Path) -> None:
+    # Seed 1 covers steps 0-1000, seed 2 only 0-300: from 400 on a single seed is left.
+    write_trial(tmp_path / "a", _config(1.0, 1), STEPS, STEPS)
+    write_trial(tmp_path / "b", _config(1.0, 2), STEPS[:4], 2 * STEPS[:4])
+    (curve,) = _quiet_aggregate(plotting.load_trials([tmp_path]), group_by="epsilon")
+    assert curve.has_band and not curve.one_point_per_trial
+    axes = plotting.build_figure([curve]).axes[0]
+    (band,) = axes.collections
+    band_x = np.concatenate([path.vertices[:, 0] for path in band.get_paths()])
+    assert band_x.max() == pytest.approx(300) and band_x.min() == pytest.approx(0)
+    assert axes.get_title() == (
+        "env_runners/episode_return_mean: median and 15th–85th percentile band over seeds "
+        "(band where ≥ 2 seeds share an x)"
+    )
+
+
+def test_single_seed_curves_have_no_band_and_say_so(tmp_path: Path) -> None:
+    write_trial(tmp_path / "a", _config(1.0, 1), STEPS, STEPS)
+    write_trial(tmp_path / "b", _config(5.0, 1), STEPS, 2 * STEPS)
+    curves = _quiet_aggregate(plotting.load_trials([tmp_path]), group_by="epsilon")
+    axes = plotting.build_figure(curves).axes[0]
+    assert len(axes.lines) == 2 and not axes.collections
+    assert axes.get_title().endswith(": one trial per curve (no band)")
+
+
+def test_full_band_title_when_every_x_has_seeds(sweep: Path) -> None:
+    axes = plotting.build_figure(_quiet_aggregate(plotting.load_trials([sweep]))).axes[0]
+    assert axes.get_title() == (
+        "env_runners/episode_return_mean: median and 15th–85th percentile band over seeds"
+    )
+
+
+def test_cli_plot_of_a_one_iteration_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _one_iteration_sweep(tmp_path / "sweep")
+    output = tmp_path / "points.png"
+    assert tools_main(["plot", str(root), "--group-by", "epsilon", "-o", str(output)]) == 0
+    captured = capsys.readouterr()
+    assert "notice: every trial of epsilon=1, epsilon=10 reported one result" in captured.err
+    assert _png_size(output)[0] > 0
