@@ -10,6 +10,7 @@ gradient) or ``GradientMechanism.privatize_rows`` (one release per row, vectoriz
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -28,13 +29,24 @@ from rllib_privacy._validation import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.laplace import laplace_gradient
+from rllib_privacy.mechanisms.output_checks import (
+    DEFAULT_FALSE_REJECTION_RATE,
+    check_finite_vector,
+    laplace_bounds,
+    max_inner_product_l1_linf,
+    privunitg_norm_bound,
+    relative_tolerance,
+)
 from rllib_privacy.mechanisms.privunit import (
     privunit2,
     privunit2_mse,
     privunit2_rows,
+    privunit2_scale,
     privunitg,
     privunitg_mse,
+    privunitg_optimal_gamma,
     privunitg_rows,
+    privunitg_scale,
 )
 from rllib_privacy.mechanisms.projected_random_sign import (
     projected_random_sign,
@@ -339,6 +351,116 @@ class GradientMechanism:
         rows += rng.laplace(loc=0.0, scale=scale, size=rows.shape)
         return restore_kind(rows, grads)
 
+    def check_output(
+        self,
+        vector: Any,
+        *,
+        dim: int | None = None,
+        false_rejection_rate: float = DEFAULT_FALSE_REJECTION_RATE,
+    ) -> str | None:
+        """Whether ``vector`` is an output this mechanism can emit (``None``) or why not.
+
+        Always: a 1-D float32/float64 numpy array of ``dim`` finite entries. Then, with
+        the rounding tolerance of ``relative_tolerance``
+        (``rllib_privacy.mechanisms.output_checks`` derives every set):
+
+        - ``"privunit2"``: L2 norm exactly ``C/m``. Never refuses an honest output.
+        - ``"privunitg"``: L2 norm at most ``C·privunitg_norm_bound`` (an honest output
+          exceeds it w.p. at most ``false_rejection_rate``).
+        - ``"prs"``: every entry a multiple ``k`` of ``√3·C`` (of ``√3·C/(c·d̂)`` with
+          ``debias``) with ``|k| ≤ d̂``. Never refuses an honest output.
+        - ``"laplace"``: L1 norm and largest entry within ``laplace_bounds`` (an honest
+          output fails either w.p. at most ``false_rejection_rate``).
+        - ``"none"``: nothing more (any finite vector).
+
+        Args:
+            vector: The received vector (a malicious sender chooses it freely).
+            dim: Expected number of entries; None takes ``vector``'s (a 1-D array).
+            false_rejection_rate: r in (0, 0.5]: the most that honest outputs may be
+                refused (PrivUnitG, Laplace).
+
+        Returns:
+            None if the vector is in the output set, else a one-line reason.
+
+        Raises:
+            ValueError: If ``false_rejection_rate`` is not in (0, 0.5] or ``dim`` is not
+                an int >= 1.
+
+        """
+        rate = _check_rate(false_rejection_rate)
+        reason = check_finite_vector(vector, None if dim is None else _check_dim(dim))
+        if reason is not None or self.name == "none":
+            return reason
+        size = int(vector.size)
+        tolerance = relative_tolerance(vector.dtype, size)
+        bounds = _output_bounds(self, size, rate)
+        values = vector.astype(np.float64)
+        if self.name == "prs":
+            units = values / bounds.unit
+            nearest = np.rint(units)
+            # An entry k·unit rounded (sender cast, float64 sums of d̂ terms): |k|·tolerance.
+            slack = (np.abs(nearest) + 1.0) * tolerance
+            if np.any(np.abs(units - nearest) > slack) or np.any(np.abs(nearest) > bounds.count):
+                return (
+                    f"entries not in the PRS support {{k·{bounds.unit:.6g}: k integer, "
+                    f"|k| <= {bounds.count}}}"
+                )
+            return None
+        if self.name == "laplace":
+            l1 = float(np.sum(np.abs(values)))
+            largest = float(np.max(np.abs(values)))
+            if l1 > bounds.norm * (1.0 + tolerance):
+                return f"L1 norm {l1:.6g} above the Laplace bound {bounds.norm:.6g}"
+            if largest > bounds.entry * (1.0 + tolerance):
+                return f"entry {largest:.6g} above the Laplace per-entry bound {bounds.entry:.6g}"
+            return None
+        norm = float(np.linalg.norm(values))
+        slack = bounds.norm * tolerance + bounds.secure_slack
+        if self.name == "privunit2" and abs(norm - bounds.norm) > slack:
+            return f"L2 norm {norm:.9g}, PrivUnit2 outputs have norm {bounds.norm:.9g}"
+        if self.name == "privunitg" and norm > bounds.norm + slack:
+            return f"L2 norm {norm:.6g} above the PrivUnitG bound {bounds.norm:.6g}"
+        return None
+
+    def worst_valid_output(
+        self,
+        direction: Any,
+        *,
+        false_rejection_rate: float = DEFAULT_FALSE_REJECTION_RATE,
+    ) -> np.ndarray:
+        """The output ``check_output`` accepts that reaches furthest along ``direction``.
+
+        What a manipulation attacker sends (Cheu, Smith & Ullman 2021): the maximizer of
+        ``⟨x, direction⟩`` over the accepted set. PrivUnitG/PrivUnit2: the norm bound (the
+        exact norm) times the unit direction; PRS: ``d̂`` units with ``direction``'s sign
+        in every entry (0 where it is 0); Laplace: the L1/L∞ linear program's vertex
+        (``max_inner_product_l1_linf``).
+
+        Args:
+            direction: 1-D float array, not all zero, finite.
+            false_rejection_rate: The rate ``check_output`` is called with.
+
+        Returns:
+            A float64 array of ``direction``'s shape.
+
+        Raises:
+            ValueError: For ``"none"`` (no bounded output set), or a zero or non-finite
+                ``direction``.
+
+        """
+        if self.name == "none":
+            raise ValueError("mechanism 'none' has no bounded output set: no worst output")
+        rate = _check_rate(false_rejection_rate)
+        vector = np.asarray(direction, dtype=np.float64)
+        if check_finite_vector(vector) is not None or not np.any(vector):
+            raise ValueError("direction must be a finite, non-zero 1-D vector")
+        bounds = _output_bounds(self, int(vector.size), rate)
+        if self.name == "prs":
+            return np.sign(vector) * bounds.unit * bounds.count
+        if self.name == "laplace":
+            return max_inner_product_l1_linf(vector, bounds.norm, bounds.entry)
+        return vector * (bounds.norm / float(np.linalg.norm(vector)))
+
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as JSON-able plain types (``epsilon = inf`` becomes ``"inf"``)."""
         return {
@@ -384,3 +506,51 @@ class GradientMechanism:
         if isinstance(epsilon, str) and epsilon.strip().lower() in _INF_STRINGS:
             kwargs["epsilon"] = math.inf
         return cls(**kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class _OutputBounds:
+    """What ``check_output`` compares against, for one mechanism, d and rate."""
+
+    norm: float = math.inf  # L2 (PrivUnit) or L1 (Laplace) bound
+    entry: float = math.inf  # Laplace: largest |entry|
+    unit: float = 1.0  # PRS: lattice step
+    count: int = 0  # PRS: largest |k| (d̂)
+    secure_slack: float = 0.0  # PrivUnit secure mode: √d grid steps on the norm
+
+
+def _check_rate(rate: Any) -> float:
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 < rate <= 0.5:
+        raise ValueError(f"false_rejection_rate must be a number in (0, 0.5], got {rate!r}")
+    return float(rate)
+
+
+def _check_dim(dim: Any) -> int:
+    return check_int_in_range("dim", dim, low=1)
+
+
+@functools.lru_cache(maxsize=64)
+def _output_bounds(mechanism: GradientMechanism, dim: int, rate: float) -> _OutputBounds:
+    """The bounds of ``check_output`` (cached: γ, m and quantiles are solved once)."""
+    clip, epsilon = mechanism.clip, mechanism.epsilon
+    if mechanism.name == "prs":
+        reduced = mechanism.reduced_dim_for(dim)
+        unit = math.sqrt(3.0) * clip
+        if mechanism.debias:
+            unit /= math.tanh(epsilon / (2.0 * reduced)) * reduced
+        return _OutputBounds(unit=unit, count=reduced)
+    if mechanism.name == "laplace":
+        l1, linf = laplace_bounds(epsilon=epsilon, clip=clip, dim=dim, false_rejection_rate=rate)
+        return _OutputBounds(norm=l1, entry=linf)
+    if mechanism.name == "privunit2":
+        scale = privunit2_scale(epsilon, dim)
+        norm = clip / scale
+    else:
+        gamma = privunitg_optimal_gamma(epsilon, dim)
+        scale = privunitg_scale(epsilon, dim, gamma)
+        norm = clip * privunitg_norm_bound(
+            epsilon=epsilon, dim=dim, gamma=gamma, scale=scale, false_rejection_rate=rate
+        )
+    # Secure mode's grid step is at most 2^-20 of C/m per entry.
+    secure = math.sqrt(dim) * (clip / scale) * 2.0**-20 if mechanism.secure_mode else 0.0
+    return _OutputBounds(norm=norm, secure_slack=secure)
