@@ -134,16 +134,28 @@ class LDPLedger(Ledger[LDPReport]):
         entry = self._agents.get(agent_id)
         return 0.0 if entry is None else _compose(self._kinds, entry)
 
-    def releases_of(self, agent_id: str) -> int:
+    def releases_of(self, agent_id: str, mechanism: str | None = None) -> int:
         """Return how many releases an agent has recorded (0 for an unknown agent).
 
         LDPA3C numbers each agent's submissions 1, 2, ...; a submission whose number is
-        not above this count was already recorded (a duplicate delivery).
+        not above its count of gradient releases was already recorded (a duplicate
+        delivery). A submission with a private score is two releases (gradient and
+        score), hence the ``mechanism`` filter.
+
+        Args:
+            agent_id: The agent.
+            mechanism: Count only releases of this mechanism (None: all of them).
+
         """
         entry = self._agents.get(agent_id)
         if entry is None:
             return 0
-        return 1 if isinstance(entry, int) else sum(entry.values())
+        counts = {entry: 1} if isinstance(entry, int) else entry
+        return sum(
+            count
+            for kind, count in counts.items()
+            if mechanism is None or self._kinds[kind][0] == mechanism
+        )
 
     @property
     def max_epsilon_spent(self) -> float:

@@ -49,6 +49,20 @@ def test_sequential_composition_per_agent() -> None:
     assert ledger.releases_by_mechanism == {"laplace": 2, "prs": 2}
 
 
+def test_gradient_and_score_releases_compose_and_count_per_mechanism() -> None:
+    """A private-score submission is two releases: both count in ε, each in its own count."""
+    ledger = LDPLedger(epsilon_budget_per_agent=1.0)
+    ledger.record(report("a", 0.8, "privunitg"))
+    assert ledger.record(report("a", 0.2, "one_bit")) == pytest.approx(1.0)
+    assert ledger.releases_of("a") == 2
+    assert ledger.releases_of("a", "privunitg") == 1
+    assert ledger.releases_of("a", "one_bit") == 1
+    assert ledger.releases_of("a", "laplace") == 0
+    assert ledger.releases_of("b", "privunitg") == 0
+    assert not ledger.can_afford(report("a", 0.01, "one_bit"))
+    assert ledger.releases_by_mechanism == {"privunitg": 1, "one_bit": 1}
+
+
 def test_max_epsilon_spent_is_worst_agent() -> None:
     ledger = LDPLedger()
     spent: dict[str, float] = {}
