@@ -10,6 +10,7 @@
 * A scheduler's ``metric`` must be a result key the experiments report, and its ``mode``
   ``min`` or ``max``.
 * ``--resume`` must find something saved.
+* Every results folder (``--storage-path`` or ``storage_path``) must be writable.
 
 Every problem is a [`PrivacyConfigError`][rllib_privacy.errors.PrivacyConfigError] naming
 the key, the value and what is allowed.
@@ -55,6 +56,57 @@ def storage_root(spec: Mapping[str, Any], storage_override: str | None) -> str:
     if not isinstance(value, str) or "://" in value:
         return str(value)
     return os.path.abspath(os.path.expanduser(value))
+
+
+def check_storage_paths(raw: Mapping[str, Any], storage_override: str | None) -> None:
+    """Every experiment's results folder must be a folder this process can write to.
+
+    Tune would fail later with a long traceback (``--storage-path /proc/x``, or a path
+    under a regular file). The folder is created now, as Tune would; URIs are left to Tune.
+
+    Args:
+        raw: The parsed experiment file (experiment name -> experiment).
+        storage_override: ``--storage-path``, or None.
+
+    Raises:
+        PrivacyConfigError: Naming the option or key, the folder and the reason.
+
+    """
+    import tempfile
+
+    for name, spec in raw.items():
+        if not isinstance(spec, Mapping):
+            continue  # Reported by the experiment validation.
+        root = storage_root(spec, storage_override)
+        if "://" in root:
+            continue
+        where = (
+            f"--storage-path {storage_override}"
+            if storage_override
+            else f"experiment {str(name)!r}: storage_path {root}"
+        )
+        try:
+            os.makedirs(root, exist_ok=True)
+            with tempfile.TemporaryFile(dir=root):
+                pass
+        except OSError as e:
+            reason = e.strerror or type(e).__name__
+            if isinstance(e, NotADirectoryError) or os.path.isfile(root):
+                reason = f"{_file_above(root)} is a regular file, not a folder"
+            raise PrivacyConfigError(
+                f"{where}: cannot write results to {root}: {reason}; give a folder you can write to"
+            ) from None
+
+
+def _file_above(path: str) -> str:
+    """The first part of ``path`` that is a regular file (``path`` itself if none is)."""
+    here = path
+    while here and not os.path.isfile(here):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return path
+        here = parent
+    return here or path
 
 
 def resolve_teacher_path(value: Any, storage: str) -> Any:

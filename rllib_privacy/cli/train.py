@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rllib_privacy.cli import preflight
 from rllib_privacy.cli.common import EXIT_OK, EXIT_USAGE, parse_command_line, setup_logging
+from rllib_privacy.cli.estimate import print_dry_run_estimates
 from rllib_privacy.cli.launch import run_experiments
 from rllib_privacy.cli.scheduler import SchedulerSpec, json_option, scheduler_spec
 from rllib_privacy.errors import PrivacyConfigError
@@ -116,13 +117,19 @@ def _train(args: argparse.Namespace) -> int:
     notices: list[str] = []
     try:
         path = _experiment_file(args)
-        scheduler = scheduler_spec(args.scheduler, args.scheduler_config)
         _check_ray_arguments(args)
-        register()  # Before the file is read: `run:` and `env:` name our algorithms and envs.
+        # The cheap checks first, with nothing heavy imported: a typo costs well under a
+        # second (Ray, RLlib and torch take seconds to import).
+        parsed = exps.load_experiment_file(path)
+        override_config = json_option(args.config, "--config")
+        json_option(args.stop, "--stop")
+        exps.precheck_experiments(parsed, path=path, override_config=override_config)
+        if not args.dry_run:
+            preflight.check_storage_paths(parsed, args.storage_path)
+        scheduler = scheduler_spec(args.scheduler, args.scheduler_config)
+        register()  # Before validation: `run:` and `env:` name our algorithms and envs.
         raw, override_config = preflight.resolve_teacher_paths(
-            exps.load_experiment_file(path),
-            storage_override=args.storage_path,
-            override_config=json_option(args.config, "--config"),
+            parsed, storage_override=args.storage_path, override_config=override_config
         )
         overrides = exps.Overrides(
             stop=json_option(args.stop, "--stop"),
@@ -145,6 +152,12 @@ def _train(args: argparse.Namespace) -> int:
         print(f"notice: {notice}", file=sys.stderr)
     if args.dry_run:
         _print_dry_run(experiment_file, has_gpus, args.ray_address)
+        print_dry_run_estimates(
+            experiment_file,
+            ray_num_cpus=args.ray_num_cpus,
+            ray_address=args.ray_address,
+            has_gpus=bool(has_gpus),
+        )
         return EXIT_OK
     return run_experiments(experiment_file, args, scheduler)
 

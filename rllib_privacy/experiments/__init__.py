@@ -36,6 +36,10 @@ import-linter contract in ``pyproject.toml`` keeps the stages from calling each 
 The stages share ``spec`` (the data classes and grid-search helpers) and ``registry``
 (Tune's registry, looked up before Ray starts).
 
+Before the pipeline (which imports Ray, RLlib and torch: seconds),
+[rllib_privacy.experiments.precheck][] checks the parsed file against a generated table of
+config keys ([rllib_privacy.experiments.key_table][]) in well under a second.
+
 Algorithm config classes can take part in validation through these optional hooks:
 
 * ``normalize_config_dict(d) -> d`` (a classmethod or staticmethod on the config class):
@@ -66,6 +70,7 @@ from rllib_privacy.experiments.parse import (
     parse_json_mapping,
 )
 from rllib_privacy.experiments.pipeline import load_experiments, normalize_experiments
+from rllib_privacy.experiments.precheck import precheck_experiments
 from rllib_privacy.experiments.registry import (
     ensure_package_registered,
     quiet_rllib,
@@ -116,6 +121,7 @@ __all__ = [
     "make_env_from_path",
     "normalize_experiments",
     "parse_json_mapping",
+    "precheck_experiments",
     "quiet_rllib",
     "register_class_path_envs",
     "registered_algorithms",

@@ -25,6 +25,7 @@ __all__ = [
     "EXPERIMENT_KEYS",
     "LEGACY_EXPERIMENT_KEY_HINTS",
     "check_experiment_keys",
+    "check_experiment_shape",
     "load_experiment_file",
     "parse_experiment",
     "parse_json_mapping",
@@ -184,6 +185,21 @@ def parse_experiment(name: str, spec: Any) -> ExperimentDraft:
             key, or no (or an unknown) ``run``.
 
     """
+    spec = check_experiment_shape(name, spec)
+    return ExperimentDraft(name=name, spec=spec, algo_cls=resolve_algorithm(spec["run"]))
+
+
+def check_experiment_shape(name: str, spec: Any) -> Mapping[str, Any]:
+    """The checks of `parse_experiment` that need no Ray: mapping, name, keys, ``run``.
+
+    Returns:
+        ``spec``, known to be a mapping with a ``run`` key.
+
+    Raises:
+        PrivacyConfigError: Not a mapping, a name that is no directory name, an unknown
+            key, or no ``run``.
+
+    """
     if not isinstance(spec, Mapping):
         raise PrivacyConfigError(
             f"must be a mapping with at least a 'run' key, got {describe(spec)}"
@@ -193,7 +209,7 @@ def parse_experiment(name: str, spec: Any) -> ExperimentDraft:
     check_experiment_keys(spec)
     if "run" not in spec:
         raise PrivacyConfigError("missing required key 'run' (an algorithm name, e.g. PPO)")
-    return ExperimentDraft(name=name, spec=spec, algo_cls=resolve_algorithm(spec["run"]))
+    return spec
 
 
 def check_experiment_keys(spec: Mapping[str, Any]) -> None:

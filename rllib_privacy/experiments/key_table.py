@@ -1,0 +1,171 @@
+"""The config keys of every algorithm ``rllib train`` can run, readable without Ray.
+
+``rllib train`` rejects a missing file, an unknown experiment key, an unknown algorithm, a
+misspelled config key or a value of the wrong kind in well under a second: these checks
+([rllib_privacy.experiments.precheck][]) read ``config_keys.json`` next to this module
+instead of importing Ray, RLlib and torch (seconds) to ask the config classes.
+
+The table is generated from the config classes themselves (``build_table``: the keys of
+[`allowed_config_keys`][rllib_privacy.algorithms.config_keys.allowed_config_keys], the
+classes' renamed keys and declared nested keys, and the kind of each of this package's
+keys' default value) and a test checks that the file matches them. After changing a config
+class or upgrading Ray, regenerate it::
+
+    python -m rllib_privacy.experiments.key_table --write
+
+Only the loader is cheap: ``build_table`` imports Ray and every algorithm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TABLE_PATH", "AlgorithmKeys", "algorithm_keys", "build_table", "load_table", "main"]
+
+#: The generated table, shipped with the package.
+TABLE_PATH = Path(__file__).with_name("config_keys.json")
+
+#: Kinds a default value can give its key (values of ``"kinds"`` in the table).
+_KIND_OF_TYPE = (
+    (bool, "bool"),  # before int: a bool is an int
+    (int, "number"),  # an int key given 1e5 in YAML is a float; RLlib decides later
+    (float, "number"),
+    (str, "str"),
+)
+
+
+class AlgorithmKeys:
+    """The allowed config keys of one algorithm, as recorded in the table.
+
+    Attributes:
+        config_class: The config class's name (for messages).
+        keys: Every top-level key ``update_from_dict`` accepts.
+        renamed: Old key names the class translates ({old: new}).
+        nested: Declared keys of nested dicts ({key: allowed names}).
+        kinds: This package's keys with a bool, number or str default: that kind.
+
+    """
+
+    def __init__(self, entry: dict[str, Any], base: frozenset[str]) -> None:
+        self.config_class: str = entry["config_class"]
+        self.keys = (base | frozenset(entry.get("add", ()))) - frozenset(entry.get("remove", ()))
+        self.renamed: dict[str, str] = dict(entry.get("renamed", {}))
+        self.nested: dict[str, frozenset[str]] = {
+            k: frozenset(v) for k, v in entry.get("nested", {}).items()
+        }
+        self.kinds: dict[str, str] = dict(entry.get("kinds", {}))
+
+
+@functools.lru_cache(maxsize=1)
+def load_table() -> dict[str, Any] | None:
+    """The table as stored, or None when the file is missing or unreadable.
+
+    Without a table the cheap checks are skipped; the full validation still runs.
+    """
+    try:
+        return json.loads(TABLE_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def algorithm_keys(name: str) -> AlgorithmKeys | None:
+    """The table's entry for the algorithm registered as ``name`` (None: not recorded)."""
+    table = load_table()
+    if table is None or name not in table["algorithms"]:
+        return None
+    return AlgorithmKeys(table["algorithms"][name], frozenset(table["base_keys"]))
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return next((kind for cls, kind in _KIND_OF_TYPE if isinstance(value, cls)), None)
+
+
+def build_table() -> dict[str, Any]:
+    """Ask every registered algorithm's config class for its keys (imports Ray).
+
+    Returns:
+        The table: ``ray_version``, ``algorithm_names`` (every name registered with Tune),
+        ``base_keys`` (the keys all recorded algorithms share) and per algorithm its
+        ``config_class``, the keys it adds to or lacks from the base, its renamed keys,
+        its declared nested keys and the kinds of this package's keys.
+    """
+    import ray
+    from ray.tune.registry import get_trainable_cls
+
+    from rllib_privacy._registration import register_all
+    from rllib_privacy.algorithms.config_keys import allowed_config_keys
+
+    register_all()
+    from rllib_privacy.experiments.registry import quiet_rllib, registered_algorithms
+
+    names = registered_algorithms()
+    entries: dict[str, tuple[type, frozenset[str], Any]] = {}
+    with quiet_rllib():
+        for name in names:
+            try:
+                config = get_trainable_cls(name).get_default_config()
+            except Exception:  # noqa: BLE001 - an optional dependency missing: not recorded
+                continue
+            entries[name] = (type(config), allowed_config_keys(config), config)
+    base = frozenset.intersection(*(keys for _, keys, _ in entries.values()))
+    algorithms = {}
+    for name, (cls, keys, config) in sorted(entries.items()):
+        own: dict[str, str] = getattr(cls, "own_config_keys", dict)()
+        legacy = getattr(cls, "legacy_config_keys", None)
+        renamed = legacy() if callable(legacy) else {}
+        kinds = {key: _kind(getattr(config, key, None)) for key in own}
+        algorithms[name] = {
+            "config_class": cls.__name__,
+            "add": sorted(keys - base),
+            "remove": sorted(base - keys),
+            "renamed": dict(sorted(dict(renamed).items())) if isinstance(renamed, dict) else {},
+            "nested": {
+                k: sorted(v) for k, v in sorted(getattr(cls, "config_dict_keys", {}).items())
+            },
+            "kinds": {k: v for k, v in sorted(kinds.items()) if v is not None},
+        }
+    return {
+        "generated_by": "python -m rllib_privacy.experiments.key_table --write",
+        "ray_version": ray.__version__,
+        "algorithm_names": names,
+        "base_keys": sorted(base),
+        "algorithms": algorithms,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table, ``--write`` it to ``config_keys.json`` or ``--check`` that file.
+
+    Returns:
+        0, or 1 when ``--check`` finds the file out of date.
+    """
+    parser = argparse.ArgumentParser(description="The config-key table of rllib train.")
+    parser.add_argument("--write", action="store_true", help="write config_keys.json")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = parser.parse_args(argv)
+    text = json.dumps(build_table(), indent=1, sort_keys=False) + "\n"
+    if args.write:
+        TABLE_PATH.write_text(text, encoding="utf-8")
+        print(f"wrote {TABLE_PATH}")
+        return 0
+    if args.check:
+        current = TABLE_PATH.read_text(encoding="utf-8") if TABLE_PATH.exists() else ""
+        if current != text:
+            print(f"{TABLE_PATH} is out of date; run with --write", file=sys.stderr)
+            return 1
+        return 0
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""`rllib train` reports bad input before importing Ray, torch, Tune or gymnasium.
+
+Each case runs the command in a fresh interpreter and then lists the heavy modules that
+interpreter imported: a check that needs none of them must not pay for them (seconds).
+The import footprint is asserted, not a time (timings depend on the machine's load;
+``benchmarks/cli_error_latency.py`` prints them).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rllib_privacy.experiments import load_experiment_file, precheck_experiments
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("ray", "torch", "gymnasium", "ray.tune", "ray.rllib")
+
+_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from rllib_privacy.cli.train import rllib_main
+    code = rllib_main(sys.argv[1:])
+    heavy = [m for m in {heavy!r} if m in sys.modules]
+    print(json.dumps({{"code": code, "heavy": heavy}}))
+    """
+).format(heavy=HEAVY)
+
+
+def run_probe(*args: str, cwd: Path) -> tuple[int, list[str], str]:
+    """Run `rllib ARGS` in a fresh interpreter; (exit code, heavy modules, stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["code"], result["heavy"], done.stderr
+
+
+def _write(tmp_path: Path, config: str, run: str = "LDPA3C") -> str:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"exp:\n  run: {run}\n  stop: {{training_iteration: 1}}\n  config:\n    {config}\n"
+    )
+    return str(path)
+
+
+CASES = {
+    "missing file": (None, "nowhere.yaml: file not found"),
+    "unknown key": (
+        "lrr: 0.1",
+        "config key 'lrr' is not known to LDPA3CConfig; did you mean 'lr'?",
+    ),
+    "wrong kind": ("privacy_epsilon: abc", "config key 'privacy_epsilon' must be a number"),
+    "bool as number": ("privacy_debias: 3", "config key 'privacy_debias' must be true or false"),
+    "grid value": (
+        "privacy_mechanism: {grid_search: [laplace, 7]}",
+        "config key 'privacy_mechanism' must be a string, got 7",
+    ),
+    "unknown evaluation key": (
+        "evaluation_config: {explor: false}",
+        "evaluation_config key 'explor' is not known to LDPA3CConfig; did you mean 'explore'?",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_file_is_reported_before_anything_heavy_is_imported(tmp_path, case):
+    config, expected = CASES[case]
+    path = "nowhere.yaml" if config is None else _write(tmp_path, config)
+    code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)
+    assert code == 2
+    assert heavy == []
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert stderr.startswith("error: ") and expected in stderr
+
+
+def test_unknown_algorithm_is_reported_before_ray(tmp_path):
+    path = _write(tmp_path, "lr: 0.1", run="LDPA3D")
+    code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert "unknown algorithm 'LDPA3D' in 'run'; did you mean 'LDPA3C'?" in stderr
+
+
+def test_bad_config_option_is_reported_before_ray(tmp_path):
+    path = _write(tmp_path, "lr: 0.1")
+    code, heavy, stderr = run_probe(
+        "train", "-f", path, "--config", '{"privacy_epsilonn": 1}', cwd=tmp_path
+    )
+    assert (code, heavy) == (2, [])
+    assert "config key 'privacy_epsilonn' is not known" in stderr
+
+
+@pytest.mark.parametrize("kind", ["proc", "under a file"])
+def test_unwritable_storage_path_is_one_line_and_exit_2(tmp_path, kind):
+    path = _write(tmp_path, "lr: 0.1")
+    if kind == "proc":
+        storage, expected = "/proc/rllib_privacy_x", "cannot write results to /proc/rllib_privacy_x"
+    else:
+        (tmp_path / "a_file").write_text("x")
+        storage = str(tmp_path / "a_file" / "results")
+        expected = f"{tmp_path / 'a_file'} is a regular file, not a folder"
+    code, heavy, stderr = run_probe("train", "-f", path, "--storage-path", storage, cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert stderr.splitlines() == [stderr.strip()]
+    assert stderr.startswith(f"error: --storage-path {storage}: ") and expected in stderr
+
+
+def test_storage_path_of_the_file_is_checked_too(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"exp:\n  run: PPO\n  env: CartPole-v1\n  storage_path: {tmp_path}/a_file\n")
+    code, heavy, stderr = run_probe("train", "-f", str(path), cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert "experiment 'exp': storage_path" in stderr and "is a regular file" in stderr
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "tuned_configs").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_shipped_files_pass_the_cheap_checks(path):
+    precheck_experiments(load_experiment_file(path), path=str(path))
