@@ -8,8 +8,11 @@ instead of importing Ray, RLlib and torch (seconds) to ask the config classes.
 The table is generated from the config classes themselves (``build_table``: the keys of
 [`allowed_config_keys`][rllib_privacy.algorithms.config_keys.allowed_config_keys], the
 classes' renamed keys and declared nested keys, and the kind of each of this package's
-keys' default value) and a test checks that the file matches them. After changing a config
-class or upgrading Ray, regenerate it::
+keys' default value) and a test checks that the file matches them. It also records the Ray
+version and a hash of the modules defining this package's config classes: a table that no
+longer matches them is not used (the checks then wait for the full validation, seconds
+later, rather than reject a key added since). After changing a config class or upgrading
+Ray, regenerate it::
 
     python -m rllib_privacy.experiments.key_table --write
 
@@ -20,6 +23,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
+import importlib.metadata
+import inspect
 import json
 import math
 import sys
@@ -27,7 +33,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TABLE_PATH", "AlgorithmKeys", "algorithm_keys", "build_table", "load_table", "main"]
+__all__ = [
+    "TABLE_PATH",
+    "AlgorithmKeys",
+    "algorithm_keys",
+    "build_table",
+    "is_current",
+    "load_table",
+    "main",
+    "source_fingerprint",
+]
 
 #: The generated table, shipped with the package.
 TABLE_PATH = Path(__file__).with_name("config_keys.json")
@@ -39,6 +54,39 @@ _KIND_OF_TYPE = (
     (float, "number"),
     (str, "str"),
 )
+
+
+def _package_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def source_fingerprint(files: Sequence[str]) -> str:
+    """A hash of the package's source ``files`` (paths relative to the package folder).
+
+    The table records it for the modules that define its config classes: when one of them
+    was edited after the table was written, the table may be out of date, and the cheap
+    checks leave key errors to the full validation instead of rejecting a new key.
+    """
+    digest = hashlib.sha256()
+    root = _package_root()
+    for name in sorted(files):
+        digest.update(name.encode())
+        try:
+            digest.update((root / name).read_bytes())
+        except OSError:
+            digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def is_current(table: dict[str, Any]) -> bool:
+    """Whether ``table`` was built from the installed Ray and the package's current source."""
+    try:
+        ray_version = importlib.metadata.version("ray")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return table.get("ray_version") == ray_version and table.get(
+        "source_fingerprint"
+    ) == source_fingerprint(table.get("source_files", ()))
 
 
 class AlgorithmKeys:
@@ -65,14 +113,17 @@ class AlgorithmKeys:
 
 @functools.lru_cache(maxsize=1)
 def load_table() -> dict[str, Any] | None:
-    """The table as stored, or None when the file is missing or unreadable.
+    """The table as stored, or None when it is missing, unreadable or out of date.
 
-    Without a table the cheap checks are skipped; the full validation still runs.
+    Out of date: written for another Ray version, or before the modules defining this
+    package's config classes were last edited (see `source_fingerprint`). Without a table
+    the cheap checks are skipped; the full validation still runs.
     """
     try:
-        return json.loads(TABLE_PATH.read_text(encoding="utf-8"))
+        table = json.loads(TABLE_PATH.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return table if isinstance(table, dict) and is_current(table) else None
 
 
 def algorithm_keys(name: str) -> AlgorithmKeys | None:
@@ -117,6 +168,15 @@ def build_table() -> dict[str, Any]:
                 continue
             entries[name] = (type(config), allowed_config_keys(config), config)
     base = frozenset.intersection(*(keys for _, keys, _ in entries.values()))
+    root = _package_root()
+    sources = sorted(
+        {
+            Path(inspect.getfile(klass)).resolve().relative_to(root).as_posix()
+            for cls, _, _ in entries.values()
+            for klass in cls.__mro__
+            if klass.__module__.startswith("rllib_privacy.")
+        }
+    )
     algorithms = {}
     for name, (cls, keys, config) in sorted(entries.items()):
         own: dict[str, str] = getattr(cls, "own_config_keys", dict)()
@@ -136,6 +196,8 @@ def build_table() -> dict[str, Any]:
     return {
         "generated_by": "python -m rllib_privacy.experiments.key_table --write",
         "ray_version": ray.__version__,
+        "source_files": sources,
+        "source_fingerprint": source_fingerprint(sources),
         "algorithm_names": names,
         "base_keys": sorted(base),
         "algorithms": algorithms,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rllib_privacy.errors import ExperimentFileError
 from rllib_privacy.experiments import load_experiment_file, precheck_experiments
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,3 +129,22 @@ def test_storage_path_of_the_file_is_checked_too(tmp_path):
 )
 def test_shipped_files_pass_the_cheap_checks(path):
     precheck_experiments(load_experiment_file(path), path=str(path))
+
+
+def test_a_stale_table_is_not_used(tmp_path, monkeypatch):
+    """A config class edited after the table was written: a key it lacks is no error yet."""
+    from rllib_privacy.experiments import key_table
+
+    table = json.loads(key_table.TABLE_PATH.read_text())
+    raw = {"exp": {"run": "LDPA3C", "config": {"privacy_new_key": 1}}}
+    with pytest.raises(ExperimentFileError, match="'privacy_new_key' is not known"):
+        precheck_experiments(raw, path="x.yaml")
+    table["source_fingerprint"] = "0" * 64
+    stale = tmp_path / "config_keys.json"
+    stale.write_text(json.dumps(table))
+    monkeypatch.setattr(key_table, "TABLE_PATH", stale)
+    key_table.load_table.cache_clear()
+    try:
+        precheck_experiments(raw, path="x.yaml")  # left to the full validation
+    finally:
+        key_table.load_table.cache_clear()

@@ -8,7 +8,7 @@ from rllib_privacy.experiments import key_table
 
 
 def test_table_file_matches_the_config_classes():
-    stored = key_table.load_table()
+    stored = json.loads(key_table.TABLE_PATH.read_text())
     built = json.loads(json.dumps(key_table.build_table()))
     assert stored == built, (
         "rllib_privacy/experiments/config_keys.json is out of date: run "
@@ -28,3 +28,4 @@ def test_table_entry_gives_the_class_keys():
         entry.kinds["privacy_epsilon"] == "number" and entry.renamed["epsilon"] == "privacy_epsilon"
     )
     assert key_table.algorithm_keys("NoSuchAlgorithm") is None
+    assert key_table.is_current(key_table.load_table())
