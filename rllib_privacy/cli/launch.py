@@ -55,8 +55,16 @@ def run_experiments(
                 if problem:
                     print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
                     return EXIT_USAGE
+        from rllib_privacy.cli.estimate import estimate_line
+        from rllib_privacy.cli.tune_output import configure_tune_output
+
+        # One TensorBoard command (ours); an interrupted sweep's pending trials are counted
+        # in the summary, not listed as FileNotFoundErrors.
+        configure_tune_output()
+        cpus = ray.cluster_resources().get("CPU", 1.0)
         outcomes = []
         for exp in experiment_file.experiments:
+            print(estimate_line(exp, cpus=cpus, has_gpus=has_gpus), flush=True)
             outcomes.append(run_experiment(exp, has_gpus, args, scheduler))
             if outcomes[-1].interrupted:
                 break
@@ -109,6 +117,7 @@ def run_experiment(
     """
     from ray import tune
 
+    from rllib_privacy.cli.tune_output import tune_callbacks
     from rllib_privacy.utils.progress import progress_callback
 
     # With --resume, an experiment with nothing saved was reported before Ray started.
@@ -131,7 +140,8 @@ def run_experiment(
                 stop=exp.stop,
                 checkpoint_config=tune.CheckpointConfig(**exp.checkpoint_config),
                 verbose=min(1 + args.verbose, 3),
-                callbacks=[progress_callback()],
+                # Our loggers: Tune's own would print a second TensorBoard command.
+                callbacks=[progress_callback(), *tune_callbacks()],
             ),
         )
     try:

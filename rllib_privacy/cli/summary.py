@@ -1,8 +1,9 @@
 """What ``rllib train`` prints after Tune returns: one summary per experiment, then ε.
 
 Each experiment gets its trial counts, errored trials, the best trial's headline metrics
-and checkpoint; the run's last lines are the privacy each experiment spent (the largest
-over its trials) and, after a Ctrl-C, the command that resumes it.
+and checkpoint; then one TensorBoard command for the whole run; the run's last lines are
+the privacy each experiment spent (the largest over its trials) and, after a Ctrl-C, the
+command that resumes it.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def report(
     errored = False
     for outcome in outcomes:
         errored |= print_summary(outcome)
+    if outcomes:
+        print(tensorboard_command([outcome.experiment.path for outcome in outcomes]))
     privacy = [line for outcome in outcomes if (line := privacy_line(outcome))]
     if privacy:
         # Last, so that the privacy spent is the run's last word (and what `tail -1` shows).
@@ -131,8 +134,24 @@ def print_summary(outcome: Outcome) -> bool:
         print(f"  best trial: {os.path.basename(best.path)}" + (f": {shown}" if shown else ""))
         if best.checkpoint is not None:
             print(f"  checkpoint: {best.checkpoint.path}")
-    print(f"  tensorboard --logdir {shlex.quote(exp.path)}")
     return errored > 0
+
+
+def tensorboard_command(experiment_paths: list[str]) -> str:
+    """The run's one TensorBoard command: its experiment folder, or the folder holding all.
+
+    Several experiments of one file share a storage path, so their common folder shows
+    them side by side (and any other experiment stored there).
+    """
+    paths = list(dict.fromkeys(experiment_paths))
+    if len(paths) == 1 or "://" in paths[0]:
+        logdir = paths[0]
+    else:
+        try:
+            logdir = os.path.commonpath(paths)
+        except ValueError:  # Different drives: fall back to the first experiment.
+            logdir = paths[0]
+    return f"  tensorboard --logdir {shlex.quote(logdir)}"
 
 
 def privacy_line(outcome: Outcome) -> str | None:

@@ -1,0 +1,201 @@
+"""A first sweep that is a first sweep: its size, its time estimate, an interrupt, one TensorBoard.
+
+The first sweep of Getting started is ``tuned_configs/ldp_a3c_first_sweep.yaml``: one
+experiment, at most 10 trials, about 10 minutes on 2 cores at most. ``rllib train`` prints
+each experiment's trial count and estimate (``--dry-run`` and at the start of a run), from
+the rates measured in ``benchmarks/RESULTS.md``; an interrupted sweep ends with its summary,
+without one traceback per pending trial; a run prints one TensorBoard command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rllib_privacy.cli import estimate, rllib_main
+from rllib_privacy.cli.summary import tensorboard_command
+
+REPO = Path(__file__).resolve().parents[2]
+FIRST_SWEEP = REPO / "tuned_configs" / "ldp_a3c_first_sweep.yaml"
+RESULTS_MD = REPO / "benchmarks" / "RESULTS.md"
+
+
+def _first_sweep():  # noqa: ANN202 (an exps.Experiment)
+    from rllib_privacy.experiments import load_experiments
+
+    (experiment,) = load_experiments(FIRST_SWEEP).experiments
+    return experiment
+
+
+def test_first_sweep_is_one_experiment_of_at_most_10_trials_and_10_minutes() -> None:
+    experiment = _first_sweep()
+    assert experiment.num_variants * experiment.num_samples <= 10
+    line = estimate.estimate_line(experiment, cpus=2)
+    assert line.startswith("experiment 'ldp-a3c-first-sweep': 9 trials"), line
+    assert "2 at a time on 2 CPUs" in line
+    minutes = int(re.search(r"at most about (\d+) min", line).group(1))  # type: ignore[union-attr]  # the line has an estimate (asserted by the match)
+    assert minutes <= 10
+    # The file's own comment quotes the same estimate.
+    assert f"at most about {minutes} min" in FIRST_SWEEP.read_text()
+
+
+def test_getting_started_calls_the_small_file_the_first_sweep() -> None:
+    text = (REPO / "docs" / "getting-started.md").read_text()
+    first = text.split("## A first sweep", 1)[1].split("\n## ", 1)[0]
+    assert "rllib train -f tuned_configs/ldp_a3c_first_sweep.yaml" in first
+    # The full grid stays documented, as the full grid.
+    assert "tuned_configs/ldp_a3c_sweep.yaml" in first
+
+
+def _results_rows(arm: str) -> list[list[str]]:
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in RESULTS_MD.read_text().splitlines()
+        if line.startswith(f"| {arm} |")
+    ]
+
+
+def test_ldpa3c_rate_is_the_slowest_capped_trial_of_results() -> None:
+    # privunitg_tuned rows where most trials never solve ran (mostly) to the 90,000 cap:
+    # their wall time per trial is about the time of 90,000 submissions. The constant is
+    # the slowest such row's, rounded up.
+    # The per-arm table: its 13 columns end with "solved" (k/n), ..., "wall s/trial".
+    rows = [r for r in _results_rows("privunitg_tuned") if len(r) == 13]
+    assert rows, "RESULTS.md has no per-arm privunitg_tuned rows"
+    solved = [r[8].split("/") for r in rows]
+    capped = [float(r[-1]) for r, (k, n) in zip(rows, solved, strict=True) if 2 * int(k) < int(n)]
+    assert capped, "RESULTS.md has no privunitg_tuned row whose trials ran to the cap"
+    assert "Cap 90000 submissions" in RESULTS_MD.read_text()
+    expected = -(-max(capped) / 90 // 0.01) * 0.01  # seconds per 1,000, rounded up
+    assert estimate.LDPA3C_SECONDS_PER_1000_SUBMISSIONS == pytest.approx(expected)
+
+
+def test_startup_is_the_quick_start_wall_minus_training_time() -> None:
+    section = RESULTS_MD.read_text().split("<!-- quick_start:start -->", 1)[1]
+    section = section.split("<!-- quick_start:end -->", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if re.match(r"\| \d", line)]
+    startup = statistics.median(float(r[3]) - float(r[4]) for r in rows)
+    assert abs(estimate.STARTUP_SECONDS - startup) <= 1, startup
+
+
+def test_dry_run_prints_trials_and_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    code = rllib_main(["train", "-f", str(FIRST_SWEEP), "--dry-run", "--ray-num-cpus", "4"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("# experiment ")]
+    assert line.startswith("# experiment 'ldp-a3c-first-sweep': 9 trials (3 variant(s) x 3")
+    # 4 CPUs: 4 trials at a time, so 3 rounds of 150,000 submissions after the start-up.
+    assert "4 at a time on 4 CPUs" in line and "at most about 3 min" in line, line
+
+
+def test_no_estimate_without_a_measured_rate() -> None:
+    from rllib_privacy.experiments import load_experiments
+
+    (experiment,) = load_experiments(REPO / "tuned_configs" / "ldp_ppo_cartpole.yaml").experiments
+    line = estimate.estimate_line(experiment, cpus=2)
+    assert re.match(r"experiment '[^']+': 1 trial \(1 variant", line), line
+    assert "no measured time per trial" in line and "min" not in line
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(40, "40 s"), (91, "2 min"), (600, "10 min"), (9000, "2.5 h")]
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert estimate.format_duration(seconds) == text
+
+
+# ---- an interrupted sweep: no tracebacks for trials that never wrote a result -------------
+
+
+def _analysis_warnings(tmp_path: Path, trials: list) -> str:
+    """What Tune's ExperimentAnalysis logs reading these trials, after configure_tune_output."""
+    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
+
+    from rllib_privacy.cli.tune_output import TUNE_ANALYSIS_LOGGER, configure_tune_output
+
+    configure_tune_output()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    tune_logger = logging.getLogger(TUNE_ANALYSIS_LOGGER)
+    tune_logger.addHandler(handler)
+    try:
+        analysis = ExperimentAnalysis.__new__(ExperimentAnalysis)
+        analysis.trials = trials
+        analysis._fetch_trial_dataframes()
+    finally:
+        tune_logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+def _trial(folder: Path, name: str) -> _FakeTrial:
+    """What ExperimentAnalysis reads of a Trial: its name, last result and storage."""
+    import pyarrow.fs
+
+    storage = SimpleNamespace(
+        trial_fs_path=str(folder / name), storage_filesystem=pyarrow.fs.LocalFileSystem()
+    )
+    return _FakeTrial(trial_id=name, last_result={}, storage=storage)
+
+
+class _FakeTrial(SimpleNamespace):
+    def __str__(self) -> str:  # Tune's Trial prints as its name, e.g. LDPA3C_5c8a1_00003.
+        return str(self.trial_id)
+
+
+def test_pending_trials_of_an_interrupted_sweep_log_nothing(tmp_path: Path) -> None:
+    # Tune's pending trials have an empty (not None) last result and no files: each was one
+    # `FileNotFoundError('Could not fetch metrics ...')` line before the summary.
+    trials = [_trial(tmp_path, f"LDPA3C_{i:05d}") for i in range(3)]
+    assert _analysis_warnings(tmp_path, trials) == ""
+
+
+def test_other_failures_to_read_results_are_still_logged(tmp_path: Path) -> None:
+    broken = _trial(tmp_path, "broken")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "result.json").write_text("{not json\n")
+    logged = _analysis_warnings(tmp_path, [_trial(tmp_path, "pending"), broken])
+    assert "Failed to fetch metrics for 2 trial(s)" in logged and "JSONDecodeError" in logged
+
+
+def test_tune_output_turns_off_tunes_own_loggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray.tune.logger import TBXLoggerCallback
+    from ray.tune.utils.callback import _create_default_callbacks
+
+    from rllib_privacy.cli.tune_output import configure_tune_output, tune_callbacks
+
+    monkeypatch.delenv("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", raising=False)
+    configure_tune_output()
+    callbacks = _create_default_callbacks(tune_callbacks())
+    # No TBXLoggerCallback: Tune prints its TensorBoard hint (naming its staging folder)
+    # exactly when one is present; ours writes the same events.
+    assert not any(isinstance(c, TBXLoggerCallback) for c in callbacks)
+    names = [type(c).__name__ for c in callbacks]
+    assert names.count("TensorBoardLogger") == 1 and names.count("JsonLoggerCallback") == 1
+
+
+# ---- one TensorBoard command ------------------------------------------------------------------
+
+
+def test_one_tensorboard_command_for_one_or_several_experiments() -> None:
+    assert tensorboard_command(["/r/exp"]) == "  tensorboard --logdir /r/exp"
+    assert tensorboard_command(["/r/a", "/r/b", "/r/a"]) == "  tensorboard --logdir /r"
+    assert tensorboard_command(["/r/my exp"]) == "  tensorboard --logdir '/r/my exp'"
+
+
+def test_report_prints_one_tensorboard_line_for_several_experiments(tmp_path: Path) -> None:
+    from rllib_privacy.cli.summary import Outcome, report
+
+    experiments = [SimpleNamespace(name=n, path=str(tmp_path / n)) for n in ("a", "b")]
+    outcomes = [Outcome(experiment=e, grid=[]) for e in experiments]  # type: ignore[arg-type]  # the summary reads only name and path
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report(outcomes, SimpleNamespace(path="f.yaml"), SimpleNamespace(storage_path=None))  # type: ignore[arg-type]  # report reads path and storage_path
+    lines = [ln for ln in out.getvalue().splitlines() if "tensorboard --logdir" in ln]
+    assert lines == [f"  tensorboard --logdir {tmp_path}"]
