@@ -6,17 +6,23 @@ forced onto different nodes by CPUs (each asks for one, each node has one). Remo
 worker node kills one EnvRunner with its in-flight request; the run goes on with the other,
 a node added back gets the dead runner restarted (``restart_failed_env_runners``), and the
 ledger, the journal and the fault counters agree: every accepted submission counted once.
+
+The cluster is the suite's own: its address file goes into the session's private
+``RAY_TMPDIR`` (tests/conftest.py), never into the machine-wide ``/tmp/ray/ray_current_cluster``
+that a user's ``ray.init()`` (or ``rllib train`` without ``--ray-address``) would join.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import pathlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import MACHINE_RAY_ADDRESS_FILE
 
 from rllib_privacy.accounting import PrivacyJournal, journal_file
 from rllib_privacy.algorithms.ldp_a3c import LDPA3C, LDPA3CConfig
@@ -28,8 +34,22 @@ SUBMISSIONS_PER_ITERATION = 8
 WAIT_S = 60.0
 
 
+def _machine_address_file() -> str | None:
+    """What the machine-wide cluster address file says (None: there is none)."""
+    try:
+        return MACHINE_RAY_ADDRESS_FILE.read_text()
+    except FileNotFoundError:
+        return None
+
+
 @pytest.fixture
-def two_node_cluster() -> Iterator[Any]:
+def machine_address_before() -> str | None:
+    """The machine-wide cluster address file before the test's cluster starts."""
+    return _machine_address_file()
+
+
+@pytest.fixture
+def two_node_cluster(machine_address_before: str | None) -> Iterator[Any]:
     """A head node (the driver's) and one worker node, 1 CPU each; shut down even on failure.
 
     The conftest's session Ray (``ray_session``), if another test started it, is shut down
@@ -40,6 +60,9 @@ def two_node_cluster() -> Iterator[Any]:
 
     import rllib_privacy
 
+    # Ray writes the head's address to <RAY_TMPDIR>/ray/ray_current_cluster: the conftest's
+    # private RAY_TMPDIR keeps it from the machine-wide file other processes read.
+    assert os.environ.get("RAY_TMPDIR"), "tests/conftest.py sets a private RAY_TMPDIR"
     session_ray_was_up = ray.is_initialized()
     if session_ray_was_up:
         ray.shutdown()
@@ -60,6 +83,22 @@ def two_node_cluster() -> Iterator[Any]:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         # Tune's registry lives in the Ray session: register ours in the new one again.
         rllib_privacy.register()
+
+
+@pytest.mark.ray
+def test_the_cluster_never_writes_the_machine_wide_address_file(
+    machine_address_before: str | None, two_node_cluster: Any
+) -> None:
+    from ray._common.utils import get_ray_address_file
+
+    # The cluster announced itself in the private temp folder only ...
+    private_file = pathlib.Path(get_ray_address_file(None))
+    assert private_file != MACHINE_RAY_ADDRESS_FILE
+    assert private_file.read_text() == two_node_cluster.address
+    # ... while it is up, a process without RAY_TMPDIR finds what it found before (usually
+    # no file at all), never this cluster.
+    assert _machine_address_file() == machine_address_before
+    assert two_node_cluster.address not in (machine_address_before or "")
 
 
 def _runner_nodes(algo: LDPA3C) -> dict[int, str]:
