@@ -18,7 +18,8 @@ Also PATE's moments accountant (``pate_moments``) and its budgeted query ledger
 analysis of PATE 2018 (``gnmax``: GNMax, Confident-GNMax, smooth-sensitivity release of the
 data-dependent ε; ``gnmax_rdp`` is one answer's data-dependent bound), and privacy
 amplification by shuffling (``shuffle``: the central (ε, δ) of n shuffled ε₀-LDP
-reports, Feldman, McMillan & Talwar, FOCS 2021).
+reports by the stronger clone of Feldman, McMillan & Talwar, SODA 2023, or their FOCS 2021
+clones; composition over rounds; the local ε₀ for a central target).
 
 Every ledger has ``state_dict()``/``load_state_dict()`` so that checkpoints continue the
 spent budget instead of resetting it.
@@ -106,6 +107,7 @@ from rllib_privacy.accounting.pdp import (
     uniform_laplace_loss_bound,
 )
 from rllib_privacy.accounting.shuffle import (
+    binary_rr_shuffle_epsilon,
     local_epsilon_for_central,
     shuffle_epsilon,
     shuffle_epsilon_closed_form,
@@ -168,6 +170,7 @@ __all__ = [
     "shuffle_epsilon_closed_form",
     "shuffled_rounds_epsilon",
     "local_epsilon_for_central",
+    "binary_rr_shuffle_epsilon",
     "theorem3_max_q",
     "uniform_laplace_loss_bound",
     "GNMAX_ORDERS",

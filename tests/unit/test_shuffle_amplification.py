@@ -1,8 +1,9 @@
-"""Privacy amplification by shuffling (Feldman, McMillan & Talwar, FOCS 2021); no Ray.
+"""Privacy amplification by shuffling: FMT21 and the stronger clone; no Ray.
 
-Fixtures: tests/fixtures/shuffle_amplification.json, written by
-benchmarks/shuffle_fixtures.py from the authors' reference code (see its docstring for
-each field).
+Fixtures, written by benchmarks/shuffle_fixtures.py from the authors' code (see its
+docstring for each field): tests/fixtures/shuffle_amplification.json (Feldman, McMillan &
+Talwar's FOCS 2021 reference code) and tests/fixtures/shuffle_stronger_clone.json (Wang et
+al.'s VLDB 2024 code, variation-ratio and stronger-clone bounds).
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rllib_privacy.accounting import (
-    local_epsilon_for_central,
-    shuffle_epsilon,
-    shuffle_epsilon_closed_form,
-    shuffled_rounds_epsilon,
-)
-from rllib_privacy.accounting.shuffle import _DeltaBound, _hockey_sticks, _numerical
+from rllib_privacy.accounting import shuffle_epsilon, shuffle_epsilon_closed_form
+from rllib_privacy.accounting.shuffle import _numerical
+from rllib_privacy.accounting.shuffle_clones import DeltaBound, hockey_sticks
 
 FIXTURES = json.loads(
     (Path(__file__).resolve().parents[1] / "fixtures" / "shuffle_amplification.json").read_text(
@@ -38,7 +35,7 @@ def point_id(point: dict) -> str:
 @pytest.mark.parametrize("point", POINTS, ids=point_id)
 def test_matches_reference_fixtures(point: dict) -> None:
     eps0, n, delta = point["epsilon0"], point["num_reports"], point["delta"]
-    ours = shuffle_epsilon(eps0, n, delta)
+    ours = shuffle_epsilon(eps0, n, delta, analysis="fmt21")
     assert isinstance(ours, float)
     # δ(ε) summed exactly over every clone count with the reference's own `onestep`; ours
     # differs only by the tail of C charged in full (<= 1e-6·δ) and the binary search.
@@ -47,7 +44,7 @@ def test_matches_reference_fixtures(point: dict) -> None:
     assert point["reference_lower"] * (1 - 1e-9) <= ours <= point["reference_upper"] * (1 + 1e-9)
     # With the reference's block layout, step and stopping rule we reproduce the reference
     # (its deltaq typo fixed; see shuffle_epsilon's docstring).
-    as_reference = _numerical(eps0, n, delta, point["num_iterations"], point["step"], True)
+    as_reference = _numerical(eps0, n, delta, point["num_iterations"], point["step"], True, "fmt21")
     assert as_reference == pytest.approx(point["reference_upper_patched"], rel=1e-6)
     # The reference's closed form is a looser variant of the paper's.
     assert shuffle_epsilon_closed_form(eps0, n, delta) <= point["reference_closed_form"] + 1e-12
@@ -66,7 +63,7 @@ def test_hockey_sticks_match_brute_force() -> None:
     alpha = math.exp(eps0) / (1 + math.exp(eps0))
     c_values = np.arange(0, 41)
     for epsilon in (0.0, 0.05, 0.4, 1.2):
-        d_pq, d_qp = _hockey_sticks(c_values.astype(float), epsilon, eps0)
+        d_pq, d_qp = hockey_sticks(c_values.astype(float), epsilon, eps0)
         for c, ours_pq, ours_qp in zip(c_values, d_pq, d_qp, strict=True):
             a = np.append(stats.binom.pmf(np.arange(c + 1), c, 0.5), 0.0)  # Bin(c, ½) on 0..c+1
             a_plus_1 = np.roll(a, 1)
@@ -81,23 +78,23 @@ def test_hockey_sticks_match_brute_force() -> None:
 @pytest.mark.parametrize(("eps0", "n"), [(0.7, 40), (2.0, 200), (1.0, 3000)])
 def test_delta_bound_is_the_exact_mixture_with_step_one(eps0: float, n: int) -> None:
     delta = 1e-6
-    bound = _DeltaBound(eps0, n, 1, delta, False)
+    bound = DeltaBound(eps0, n, 1, delta, False, math.exp(-eps0))
     c = np.arange(n, dtype=float)
     weights = stats.binom.pmf(c, n - 1, math.exp(-eps0))
     for epsilon in (0.01, 0.1, 0.5 * eps0):
-        d_pq, d_qp = _hockey_sticks(c, epsilon, eps0)
+        d_pq, d_qp = hockey_sticks(c, epsilon, eps0)
         exact = max(float(weights @ d_pq), float(weights @ d_qp))
         assert exact <= bound(epsilon) <= exact + 1e-6 * delta + 1e-15
 
 
 def test_sanity_large_batch() -> None:
     # Reference code, step 100: 0.0534; exact: 0.0530 (fixtures).
-    eps = shuffle_epsilon(1.0, 10_000, 1e-6)
+    eps = shuffle_epsilon(1.0, 10_000, 1e-6, analysis="fmt21")
     assert 0.05 < eps < 0.06
-    assert shuffle_epsilon(1.0, 100_000, 1e-6) < 0.02
+    assert shuffle_epsilon(1.0, 100_000, 1e-6, analysis="fmt21") < 0.02
     # The README's example point (n = 1e5, ε₀ = 4, δ = 1e-6): the reference prints
     # [0.1675, 0.1728] for its lower/upper bounds with step 100 and 10 iterations.
-    assert 0.16 < shuffle_epsilon(4.0, 100_000, 1e-6) < 0.1728
+    assert 0.16 < shuffle_epsilon(4.0, 100_000, 1e-6, analysis="fmt21") < 0.1728
 
 
 GRID = [(e0, n, d) for e0 in (0.1, 0.5, 1.0, 3.0, 8.0) for n in (2, 50, 5000) for d in (1e-3, 1e-9)]
@@ -165,8 +162,8 @@ def test_step_at_least_n_is_still_an_upper_bound() -> None:
         for p in POINTS
         if (p["epsilon0"], p["num_reports"], p["delta"]) == (1.0, 100, 1e-6)
     )
-    assert shuffle_epsilon(1.0, 100, 1e-6, step=100) >= exact
-    assert shuffle_epsilon(1.0, 100, 1e-6, step=1000) >= exact
+    assert shuffle_epsilon(1.0, 100, 1e-6, step=100, analysis="fmt21") >= exact
+    assert shuffle_epsilon(1.0, 100, 1e-6, step=1000, analysis="fmt21") >= exact
 
 
 BAD = [
@@ -204,45 +201,3 @@ def test_bad_inputs_name_the_argument(function, override: dict, name: str) -> No
 def test_bad_search_settings(override: dict, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         shuffle_epsilon(1.0, 1000, 1e-6, **override)
-
-
-@pytest.mark.parametrize(
-    ("central", "n", "delta", "rounds"),
-    [(0.5, 2048, 1e-6, 1), (2.0, 2048, 1e-6, 10), (1.0, 100, 1e-8, 3), (0.05, 10, 1e-6, 1)],
-)
-def test_local_epsilon_for_central_is_the_largest_reaching_the_target(
-    central: float, n: int, delta: float, rounds: int
-) -> None:
-    eps0 = local_epsilon_for_central(central, n, delta, rounds=rounds)
-    assert eps0 >= central / rounds  # no amplification is the worst case
-    assert shuffled_rounds_epsilon(eps0, n, delta, rounds=rounds) <= central
-    assert shuffled_rounds_epsilon(eps0 * (1 + 1e-6), n, delta, rounds=rounds) > central
-
-
-def test_local_epsilon_for_central_is_monotone_in_the_target() -> None:
-    values = [local_epsilon_for_central(c, 2048, 1e-6) for c in (0.05, 0.1, 0.3, 1.0)]
-    assert values == sorted(values)
-    assert len(set(values)) == len(values)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "name"),
-    [
-        ({"central_epsilon": 0.0}, "central_epsilon"),
-        ({"central_epsilon": math.inf}, "central_epsilon"),
-        ({"num_reports": 0}, "num_reports"),
-        ({"delta": 1.0}, "delta"),
-        ({"rounds": 0}, "rounds"),
-        ({"central_epsilon": 1e-12}, "central_epsilon"),
-    ],
-)
-def test_local_epsilon_for_central_rejects_bad_input(kwargs: dict, name: str) -> None:
-    args = {"central_epsilon": 1.0, "num_reports": 100, "delta": 1e-6} | kwargs
-    rounds = args.pop("rounds", 1)
-    with pytest.raises(ValueError, match=name):
-        local_epsilon_for_central(**args, rounds=rounds)
-
-
-def test_rounds_compose_basically() -> None:
-    one = shuffle_epsilon(1.0, 2048, 1e-6 / 4)
-    assert shuffled_rounds_epsilon(1.0, 2048, 1e-6, rounds=4) == pytest.approx(4 * one)
