@@ -307,7 +307,8 @@ ALLOWED = {
     "mypy": "CI's static checks: on PATH, configured in pyproject.toml",
     "mkdocs build": "test_mkdocs_build_strict builds the site: mkdocs.yml exists",
     "mkdocs serve": "a server that does not return: mkdocs.yml exists",
-    "tensorboard": "a server that does not return: the logdir the run printed exists",
+    "tensorboard": "a server that does not return: it is installed and the logdir is the "
+    "results folder (test_quick_start_command_runs_and_prints_one_tensorboard_command)",
     "ray start": "starts a cluster node: its arguments parse (Ray's click command)",
     "rllib-privacy ilm-evaluate": "needs a trained DQN checkpoint (minutes): arguments parse",
     "python benchmarks/": "benchmarks run for minutes to hours (tests/e2e/test_benchmark_*.py "
