@@ -58,6 +58,7 @@ from rllib_privacy.accounting.events import (
     LDPReport,
     PATEQueries,
     PrivacyEvent,
+    ShuffledBatch,
     event_from_dict,
     event_to_dict,
 )
@@ -113,6 +114,7 @@ from rllib_privacy.accounting.shuffle import (
     shuffle_epsilon_closed_form,
     shuffled_rounds_epsilon,
 )
+from rllib_privacy.accounting.shuffle_ledger import ShuffleLedger
 from rllib_privacy.accounting.teacher_ledger import COMPOSITIONS, TeacherLedger
 
 __all__ = [
@@ -125,6 +127,8 @@ __all__ = [
     "LDPReport",
     "PATEQueries",
     "PrivacyEvent",
+    "ShuffleLedger",
+    "ShuffledBatch",
     "RDPAccountant",
     "create_accountant",
     "event_from_dict",

@@ -37,6 +37,7 @@ __all__ = [
     "LDPReport",
     "PATEQueries",
     "PrivacyEvent",
+    "ShuffledBatch",
     "event_from_dict",
     "event_to_dict",
 ]
@@ -192,6 +193,35 @@ class LDPReport(PrivacyEvent):
         _name("agent_id", self.agent_id)
         self._set("epsilon", check_finite_positive("epsilon", self.epsilon, allow_inf=True))
         _name("mechanism", self.mechanism)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ShuffledBatch(PrivacyEvent):
+    """A batch of ``num_reports`` ε₀-LDP reports from distinct agents, shuffled, no sender ids.
+
+    What an aggregator behind a shuffler receives: the reports of ``num_reports`` distinct
+    agents, each from a pure ``epsilon0``-LDP randomizer (ε₀ is the TOTAL ε a report
+    spends: its gradient and anything released with it), in a uniformly random order and
+    without sender ids. By amplification by shuffling (Feldman, McMillan & Talwar, FOCS
+    2021 and SODA 2023) the batch is then (ε_b, δ)-DP for each agent in it
+    ([shuffle_epsilon][rllib_privacy.accounting.shuffle.shuffle_epsilon]); an agent that
+    appears in several batches composes them
+    ([ShuffleLedger][rllib_privacy.accounting.shuffle_ledger.ShuffleLedger]).
+
+    Attributes:
+        epsilon0: ε₀ of each report in the batch (the largest, if they differ), > 0 finite.
+        num_reports: n, the number of shuffled reports, an int >= 1.
+        count: Number of such batches, >= 0.
+
+    """
+
+    epsilon0: float
+    num_reports: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set("epsilon0", check_finite_positive("epsilon0", self.epsilon0))
+        self._set("num_reports", check_int_in_range("num_reports", self.num_reports, low=1))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -342,13 +342,6 @@ class LDPLedger(Ledger[LDPReport]):
         ledger.load_state_dict(state)
         return ledger
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LDPLedger):
-            return NotImplemented
-        return self.state_dict() == other.state_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
-
     def __repr__(self) -> str:
         return (
             f"LDPLedger(epsilon_budget_per_agent={self._budget!r}, agents={self.num_agents}, "

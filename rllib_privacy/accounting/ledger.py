@@ -217,6 +217,15 @@ class Ledger(abc.ABC, Generic[EventT]):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace events and budget with a ``state_dict()``; keep ``ledger_id``."""
 
+    def __eq__(self, other: object) -> bool:
+        # Two ledgers of one kind are equal when their spend and budget are (not their id).
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, Ledger)
+        return self.state_dict() == other.state_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
+
     # ------------------------------------------------------------------ reporting
 
     def privacy_metrics(self) -> dict[str, float]:

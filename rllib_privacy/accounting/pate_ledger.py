@@ -646,13 +646,6 @@ class PATELedger(Ledger[PATEQueries]):
         ledger.load_state_dict(state)
         return ledger
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PATELedger):
-            return NotImplemented
-        return self.state_dict() == other.state_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
-
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.mechanism().items())
         return (

@@ -390,13 +390,6 @@ class TeacherLedger(Ledger[TeacherEvent]):
         ledger.load_state_dict(state)
         return ledger
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TeacherLedger):
-            return NotImplemented
-        return self.state_dict() == other.state_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, compared by state
-
     def __repr__(self) -> str:
         epsilon, delta = self.spent
         return (
