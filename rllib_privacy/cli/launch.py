@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
+import tempfile
 from typing import TYPE_CHECKING
 
 from rllib_privacy.cli.common import EXIT_TRIAL_ERROR, EXIT_USAGE, logger
@@ -34,6 +37,7 @@ def run_experiments(
     from rllib_privacy import experiments as exps
 
     exps.register_class_path_envs(experiment_file.experiments)
+    address, source = ray_address_to_join(args.ray_address)
     try:
         ray.init(
             address=args.ray_address,
@@ -42,19 +46,20 @@ def run_experiments(
             include_dashboard=False,
             log_to_driver=args.verbose >= 1,
         )
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        print(f"error: cannot start or join Ray: {e}", file=sys.stderr)
+    except (OSError, RuntimeError, ValueError) as e:  # OSError: ConnectionError, sockets
+        what = join_failure(address, source, str(e)) if address else f"cannot start Ray: {e}"
+        print(f"error: {what}", file=sys.stderr)
         return EXIT_TRIAL_ERROR
     try:
         has_gpus = ray.cluster_resources().get("GPU", 0) > 0
-        if args.ray_address is None:
-            # A local cluster never grows: a trial asking for more than it has would wait
-            # in PENDING forever.
-            for exp in experiment_file.experiments:
-                problem = unschedulable(exp, has_gpus, ray.cluster_resources())
-                if problem:
-                    print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
-                    return EXIT_USAGE
+        # Whatever the address: a trial asking for more than the cluster has would wait in
+        # PENDING forever on a local instance (joined with --ray-address local, started by
+        # `ray start`, or by us), with only Tune's autoscaler warning to tell.
+        for exp in experiment_file.experiments:
+            problem = unschedulable(exp, has_gpus, ray.cluster_resources())
+            if problem:
+                print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
+                return EXIT_USAGE
         from rllib_privacy.cli.estimate import estimate_line
         from rllib_privacy.cli.tune_output import configure_tune_output
 
@@ -71,6 +76,104 @@ def run_experiments(
     finally:
         ray.shutdown()
     return report(outcomes, experiment_file, args)
+
+
+def ray_address_to_join(address: str | None) -> tuple[str | None, str]:
+    """The cluster ``ray.init(address=address)`` joins, and where that address comes from.
+
+    Ray's own order (``ray._private.services.get_ray_address_from_environment``): an
+    explicit address other than ``auto``; else ``RAY_ADDRESS``; else the address file
+    ``ray start`` writes (``/tmp/ray/ray_current_cluster``, under ``RAY_TMPDIR`` if set);
+    else a new local instance. ``local`` always means a new local instance.
+
+    Args:
+        address: ``--ray-address``, or None.
+
+    Returns:
+        (The address, or None for a new local instance; its source, for messages.)
+    """
+    if address is not None and address != "auto":
+        return (None, "--ray-address local") if address == "local" else (address, "--ray-address")
+    from_env = os.environ.get("RAY_ADDRESS")
+    if from_env:
+        source = "the RAY_ADDRESS environment variable"
+        return (None, source) if from_env == "local" else (from_env, source)
+    address_file = _ray_address_file()
+    try:
+        with open(address_file, encoding="utf-8") as f:
+            recorded = f.read().strip()
+    except OSError:
+        recorded = ""
+    if recorded:
+        return recorded, f"{address_file}, written by `ray start`"
+    if address == "auto":
+        return "auto", "--ray-address auto"
+    return None, "no cluster registered by `ray start`"
+
+
+def _ray_address_file() -> str:
+    """Where ``ray start`` records the cluster to join.
+
+    Ray's ``get_ray_address_file`` (``ray._common.utils``), written out so that it is known
+    before Ray is imported: ``$RAY_TMPDIR``, else (on Linux) ``$TMPDIR``, else ``/tmp``,
+    then ``ray/ray_current_cluster``.
+    """
+    if "RAY_TMPDIR" in os.environ:
+        temp = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        temp = os.environ["TMPDIR"]
+    elif sys.platform.startswith(("linux", "darwin")):
+        temp = "/tmp"
+    else:
+        temp = tempfile.gettempdir()
+    return os.path.join(temp, "ray", "ray_current_cluster")
+
+
+def check_ray_address(address: str | None) -> None:
+    """Raise when the cluster ``rllib train`` would join does not answer (before Ray).
+
+    Args:
+        address: ``--ray-address``, or None.
+
+    Raises:
+        RayJoinError: Naming the address, where it came from and how to run locally.
+    """
+    joined, source = ray_address_to_join(address)
+    problem = unreachable(joined)
+    if problem:
+        raise RayJoinError(join_failure(joined, source, problem))
+
+
+class RayJoinError(RuntimeError):
+    """The Ray cluster to join does not answer (exit code 1, like any failed Ray start)."""
+
+
+def unreachable(address: str | None, timeout_s: float = 5.0) -> str:
+    """Why nothing answers at ``address``'s host and port ("" if something does).
+
+    ``ray.init`` retries a dead address for minutes; a TCP connect says it in seconds.
+    ``auto`` and addresses without a port are left to ``ray.init``.
+    """
+    if not address or address == "auto":
+        return ""
+    host_port = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, _, port = host_port.rpartition(":")
+    if not host or not port.isdigit():
+        return ""
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return ""
+    except OSError as e:
+        return f"nothing answers at {host_port} ({e.strerror or type(e).__name__})"
+
+
+def join_failure(address: str | None, source: str, problem: str) -> str:
+    """The one-line error for a cluster that cannot be joined."""
+    return (
+        f"cannot join the Ray cluster at {address} (from {source}): {problem}; start that "
+        "cluster (`ray start --head`), or run on a new local Ray instance with "
+        "--ray-address local"
+    )
 
 
 def unschedulable(exp: exps.Experiment, has_gpus: bool, cluster: dict[str, float]) -> str:

@@ -15,9 +15,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rllib_privacy.cli import preflight
-from rllib_privacy.cli.common import EXIT_OK, EXIT_USAGE, parse_command_line, setup_logging
+from rllib_privacy.cli.common import (
+    EXIT_OK,
+    EXIT_TRIAL_ERROR,
+    EXIT_USAGE,
+    parse_command_line,
+    setup_logging,
+)
 from rllib_privacy.cli.estimate import print_dry_run_estimates
-from rllib_privacy.cli.launch import run_experiments
+from rllib_privacy.cli.launch import RayJoinError, check_ray_address, run_experiments
 from rllib_privacy.cli.scheduler import SchedulerSpec, json_option, scheduler_spec
 from rllib_privacy.errors import PrivacyConfigError
 
@@ -126,6 +132,7 @@ def _train(args: argparse.Namespace) -> int:
         exps.precheck_experiments(parsed, path=path, override_config=override_config)
         if not args.dry_run:
             preflight.check_storage_paths(parsed, args.storage_path)
+            check_ray_address(args.ray_address)  # ray.init retries a dead one for minutes
         scheduler = scheduler_spec(args.scheduler, args.scheduler_config)
         register()  # Before validation: `run:` and `env:` name our algorithms and envs.
         raw, override_config = preflight.resolve_teacher_paths(
@@ -148,6 +155,9 @@ def _train(args: argparse.Namespace) -> int:
     except PrivacyConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except RayJoinError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_TRIAL_ERROR
     for notice in dict.fromkeys([*experiment_file.notices, *notices]):
         print(f"notice: {notice}", file=sys.stderr)
     if args.dry_run:
