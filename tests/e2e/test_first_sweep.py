@@ -199,3 +199,42 @@ def test_report_prints_one_tensorboard_line_for_several_experiments(tmp_path: Pa
         report(outcomes, SimpleNamespace(path="f.yaml"), SimpleNamespace(storage_path=None))  # type: ignore[arg-type]  # report reads path and storage_path
     lines = [ln for ln in out.getvalue().splitlines() if "tensorboard --logdir" in ln]
     assert lines == [f"  tensorboard --logdir {tmp_path}"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_interrupted_first_sweep_prints_the_summary_and_how_to_resume(tmp_path: Path) -> None:
+    # Ctrl-C while 2 of the 9 trials run: 7 never started. Before, each of those was a
+    # `FileNotFoundError('Could not fetch metrics ...')` line above the summary.
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    small = {"aggregator_submissions_per_iteration": 256, "aggregator_max_buffer": 64}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rllib_privacy.cli", "train", "-f", str(FIRST_SWEEP)]
+        + ["--stop", json.dumps({"training_iteration": 10_000}), "--config", json.dumps(small)]
+        + ["--storage-path", str(tmp_path), "--ray-num-cpus", "2"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    deadline = time.monotonic() + 300
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if "] iter 2 |" in line or time.monotonic() > deadline:
+            break
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=300)
+    output = "".join(lines) + rest
+    assert process.returncode == 130, output[-3000:]
+    assert "experiment 'ldp-a3c-first-sweep': 9 trials" in output
+    assert "Could not fetch metrics" not in output and "Traceback" not in output, output[-3000:]
+    assert re.search(r"trials: \d+ finished, 0 errored, [1-9]\d* unfinished", output), output
+    assert "Resume with:" in output and "--resume" in output
+    assert len(re.findall("tensorboard --logdir", output)) == 1, output[-3000:]
