@@ -15,7 +15,7 @@ two inputs). The analyses differ only in the clone probability:
 
 * ``"fmt21"``: ``p_clone = e^-ε₀``, Feldman, McMillan & Talwar, "Hiding Among the Clones:
   A Simple and Nearly Optimal Analysis of Privacy Amplification by Shuffling", FOCS 2021
-  (arXiv:2012.12803), Theorem 3.2;
+  (arXiv:2012.12803), §3;
 * ``"stronger_clone"``: ``p_clone = 2 / (e^ε₀ + 1)``, Feldman, McMillan & Talwar, "Stronger
   Privacy Amplification by Shuffling for Rényi and Approximate Differential Privacy",
   SODA 2023 (arXiv:2208.04591): every ε₀-DP randomizer's output on any input y is the
