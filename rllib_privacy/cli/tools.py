@@ -11,7 +11,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 
-from rllib_privacy.cli import ilm_evaluate, list_registered, pate_epsilon, plot
+from rllib_privacy.cli import configs, ilm_evaluate, list_registered, pate_epsilon, plot
 from rllib_privacy.cli.common import EXIT_USAGE, parse_command_line
 from rllib_privacy.errors import PrivacyConfigError
 
@@ -48,6 +48,12 @@ TOOLS: tuple[Tool, ...] = (
         "list this package's registered algorithms and envs",
         list_registered.add_arguments,
         list_registered.run,
+    ),
+    Tool(
+        "configs",
+        "list the experiment files shipped with the package, or copy one to edit it",
+        configs.add_arguments,
+        configs.run,
     ),
     Tool(
         "plot",

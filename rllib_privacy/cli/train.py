@@ -19,6 +19,7 @@ from rllib_privacy.cli.common import (
     EXIT_OK,
     EXIT_TRIAL_ERROR,
     EXIT_USAGE,
+    find_experiment_file,
     parse_command_line,
     setup_logging,
 )
@@ -244,7 +245,7 @@ def _experiment_file(args: argparse.Namespace) -> str:
     path = from_target or args.config_file
     if not path:
         raise PrivacyConfigError("no experiment file given; use `rllib train -f FILE`")
-    return path
+    return find_experiment_file(path)
 
 
 def _check_ray_arguments(args: argparse.Namespace) -> None:
