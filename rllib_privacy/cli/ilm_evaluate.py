@@ -169,13 +169,8 @@ def find_module_dir(checkpoint: str | os.PathLike[str]) -> Path:
     )
 
 
-def checkpoint_env_config(checkpoint: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``env_config`` an Algorithm checkpoint was trained with (None if not recorded).
-
-    RLlib writes the Algorithm's config into ``class_and_ctor_args.pkl`` at the top of its
-    checkpoint (the file RLlib itself unpickles to restore the Algorithm). A bare RLModule
-    directory has no env_config: None.
-    """
+def _checkpoint_ctor(checkpoint: str | os.PathLike[str]) -> tuple[Any, Any] | None:
+    """``(Algorithm class, config)`` from ``class_and_ctor_args.pkl`` (None if unreadable)."""
     import pickle
 
     path = Path(checkpoint) / "class_and_ctor_args.pkl"
@@ -183,13 +178,55 @@ def checkpoint_env_config(checkpoint: str | os.PathLike[str]) -> dict[str, Any] 
         return None
     try:
         with path.open("rb") as file:
-            args, kwargs = pickle.load(file)["ctor_args_and_kwargs"]
-        config = args[0] if args else kwargs.get("config")
-        env_config = config.get("env_config") if isinstance(config, dict) else None
-        if env_config is None:
-            env_config = getattr(config, "env_config", None)
+            state = pickle.load(file)
+        args, kwargs = state["ctor_args_and_kwargs"]
+        return state.get("class"), (args[0] if args else kwargs.get("config"))
     except Exception:  # An unreadable file means "not recorded", not a bad checkpoint.
         return None
+
+
+def check_ilm_checkpoint(checkpoint: str | os.PathLike[str]) -> None:
+    """Refuse a checkpoint that was not trained on the instance-wise Laplace env.
+
+    Looked up first, from the Algorithm checkpoint's ``class_and_ctor_args.pkl`` (the
+    algorithm and its ``env``): another algorithm's module would otherwise fail later
+    with a message about its shapes (``'bins' must be an int >= 2, got -12`` for an
+    LDPA3C checkpoint). A bare RLModule folder records neither and is not checked.
+
+    Raises:
+        PrivacyConfigError: Naming the algorithm and env the checkpoint was trained with.
+    """
+    from rllib_privacy.envs.registry import INSTANCE_LAPLACE_ENV_ID
+
+    ctor = _checkpoint_ctor(checkpoint)
+    if ctor is None:
+        return
+    algo_cls, config = ctor
+    env = config.get("env") if isinstance(config, dict) else getattr(config, "env", None)
+    if env is None or (isinstance(env, str) and env.endswith(INSTANCE_LAPLACE_ENV_ID)):
+        return
+    name = getattr(algo_cls, "__name__", "an unknown algorithm")
+    raise PrivacyConfigError(
+        f"--checkpoint: {str(checkpoint)!r} is not an instance-wise Laplace checkpoint: it "
+        f"was written by {name} on env {env!r}; ilm-evaluate evaluates policies trained on "
+        f"{INSTANCE_LAPLACE_ENV_ID} (e.g. `rllib train -f ilm_dqn`)"
+    )
+
+
+def checkpoint_env_config(checkpoint: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``env_config`` an Algorithm checkpoint was trained with (None if not recorded).
+
+    RLlib writes the Algorithm's config into ``class_and_ctor_args.pkl`` at the top of its
+    checkpoint (the file RLlib itself unpickles to restore the Algorithm). A bare RLModule
+    directory has no env_config: None.
+    """
+    ctor = _checkpoint_ctor(checkpoint)
+    if ctor is None:
+        return None
+    config = ctor[1]
+    env_config = config.get("env_config") if isinstance(config, dict) else None
+    if env_config is None:
+        env_config = getattr(config, "env_config", None)
     return dict(env_config) if isinstance(env_config, dict) else None
 
 
@@ -520,6 +557,7 @@ def run(args: argparse.Namespace) -> int:
         raise PrivacyConfigError(f"--epsilon must be a finite number > 0, got {args.epsilon}")
     if args.data is not None and not os.path.isfile(args.data):
         raise PrivacyConfigError(f"--data: {args.data!r} is not a file")
+    check_ilm_checkpoint(args.checkpoint)
     module = load_module(args.checkpoint)
     formulation, passes, actions = resolve_trained_settings(
         args, checkpoint_env_config(args.checkpoint)

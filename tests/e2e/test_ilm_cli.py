@@ -222,3 +222,22 @@ def test_trained_settings_come_from_the_options_then_the_checkpoint() -> None:
     assert resolve_trained_settings(options(), {"bins": 10})[0] == "assign"  # paper's MDP
     with pytest.raises(PrivacyConfigError, match="--formulation improve: the checkpoint was"):
         resolve_trained_settings(options(formulation="improve"), {"bins": 10})
+
+
+def test_another_algorithms_checkpoint_is_named_before_its_module_is_read(
+    tmp_path: Path, tiny_csv: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """An LDPA3C checkpoint: its algorithm and env are named (was "'bins' must be ... -12")."""
+    import pickle
+
+    from rllib_privacy.algorithms.ldp_a3c import LDPA3C
+
+    config = {"env": "rllib_privacy/CartPoleGravity-v0", "env_config": {}}
+    with (tmp_path / "class_and_ctor_args.pkl").open("wb") as file:
+        pickle.dump({"class": LDPA3C, "ctor_args_and_kwargs": ((config,), {})}, file)
+    code, _, err = _evaluate(
+        capsys, f"--checkpoint={tmp_path}", f"--data={tiny_csv}", "--epsilon=0.5"
+    )
+    assert code == 2
+    assert "is not an instance-wise Laplace checkpoint: it was written by LDPA3C on env " in err
+    assert "'rllib_privacy/CartPoleGravity-v0'" in err and "bins" not in err
