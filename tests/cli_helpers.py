@@ -37,11 +37,15 @@ def train_one_iteration(
 
 
 def scalar_tags(storage: Path) -> set[str]:
-    """The scalar tags of the first TensorBoard event file under ``storage``."""
+    """The scalar tags of the first TensorBoard run (trial folder) under ``storage``.
+
+    A trial folder holds Tune's event file and the privacy layout's (its ε budget line):
+    TensorBoard reads them as one run, and so does this.
+    """
     from tensorboard.backend.event_processing import event_accumulator
 
     events = list(storage.rglob("events.out.tfevents*"))
     assert events, f"no TensorBoard event file under {storage}"
-    accumulator = event_accumulator.EventAccumulator(str(events[0]))
+    accumulator = event_accumulator.EventAccumulator(str(events[0].parent))
     accumulator.Reload()
     return set(accumulator.Tags()["scalars"])

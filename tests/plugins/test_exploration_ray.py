@@ -237,7 +237,8 @@ def test_headline_yaml_runs_through_the_cli_with_tensorboard_and_checkpoint(
     from tensorboard.backend.event_processing import event_accumulator
 
     events = next(tmp_path.rglob("events.out.tfevents*"))
-    accumulator = event_accumulator.EventAccumulator(str(events))
+    # The trial folder: Tune's event file and the privacy layout's, one TensorBoard run.
+    accumulator = event_accumulator.EventAccumulator(str(events.parent))
     accumulator.Reload()
     tags = set(accumulator.Tags()["scalars"])
     for tag in (
