@@ -101,9 +101,7 @@ def _privacy_category(present: set[str]) -> dict[str, list[str]]:
     if keys.PRIVACY_RELEASES in present:
         charts["releases"] = [_tag(keys.PRIVACY_RELEASES)]
     if keys.LDP_SOLVED in present:
-        charts["solved (0/1): mean score of the last 100 submissions reached the target"] = [
-            _tag(keys.LDP_SOLVED)
-        ]
+        charts["solved (0/1): the score reached the target"] = [_tag(keys.LDP_SOLVED)]
         charts["solved at (submissions)"] = [_tag(keys.LDP_SOLVED_AT)]
     returns = [key for key in _EVAL_RETURNS if key in present]
     if returns:

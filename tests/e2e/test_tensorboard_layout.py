@@ -57,7 +57,7 @@ def test_layout_puts_privacy_first_then_the_components_the_trial_reports() -> No
     assert list(privacy)[:5] == [
         "ε spent and the ε budget",
         "releases",
-        "solved (0/1): mean score of the last 100 submissions reached the target",
+        "solved (0/1): the score reached the target",
         "solved at (submissions)",
         "return: evaluation and training",
     ]
