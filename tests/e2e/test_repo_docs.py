@@ -190,6 +190,13 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "index.html").is_file()
     assert (tmp_path / "api" / "mechanisms" / "index.html").is_file()
+    # Every cross-reference rendered: no Sphinx role shown literally on a built page.
+    literal = [
+        str(page.relative_to(tmp_path))
+        for page in tmp_path.rglob("*.html")
+        if re.search(r":(class|mod|func|data|meth|attr|exc|obj|ref):(`|<code>)", page.read_text())
+    ]
+    assert not literal, f"built pages that show Sphinx roles: {literal}"
 
 
 # ---- one source of truth for the quick start's duration -------------------------------------
