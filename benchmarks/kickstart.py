@@ -102,7 +102,7 @@ from kickstart_bench.plan import with_target as _with_target
 from kickstart_bench.report import (
     RESULTS,
     arm_table,
-    lower_table,
+    bar_table,
     overhead_breakdown,
     overhead_table,
     raw_table,
@@ -148,7 +148,7 @@ __all__ = [
     "_with_target",
     "arm_of",
     "dataclasses",
-    "lower_table",
+    "bar_table",
     "main",
     "median_steps",
     "num_reached",

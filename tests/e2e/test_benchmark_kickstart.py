@@ -341,23 +341,30 @@ def test_steps_to_target_and_lower_bar_are_censored_at_the_cap(bench) -> None:
     rows = [
         {bench.STEPS_KEY: 2000.0, "env_runners/episode_return_mean": 100.0},
         {bench.STEPS_KEY: 4000.0, "env_runners/episode_return_mean": 260.0},
+        {bench.STEPS_KEY: 5000.0, "env_runners/episode_return_mean": 340.0},
         {bench.STEPS_KEY: 6000.0, "env_runners/episode_return_mean": 460.0},
     ]
     trial = types.SimpleNamespace(rows=rows)
     run = _run(bench, 0, INF)
     full = bench.with_steps_to_target(trial, run, 450.0, 250.0)
     assert (full.steps_to_target, full.steps_to_lower) == (6000.0, 4000.0)
+    assert full.steps_to_three_quarters == 5000.0  # the first return >= 0.75·450
     capped = bench.with_steps_to_target(trial, run, 450.0, 250.0, cap=5000)
     assert (capped.steps_to_target, capped.steps_to_lower) == (INF, 4000.0)
+    assert capped.steps_to_three_quarters == 5000.0
 
 
-def test_lower_table_reports_the_speedup_at_the_lower_bar(bench) -> None:
+@pytest.mark.parametrize(
+    ("bar", "field"), [("T₂", "steps_to_lower"), ("0.75·T", "steps_to_three_quarters")]
+)
+def test_bar_table_reports_the_speedup_at_each_lower_bar(bench, bar: str, field: str) -> None:
     result = _task_result(bench)
-    result.teacher = bench.dataclasses.replace(result.teacher, steps_to_lower=20_000.0)
+    result.teacher = bench.dataclasses.replace(result.teacher, **{field: 20_000.0})
     runs = result.arms[0].runs
     for run, steps in zip(runs, (5000.0, 10_000.0, INF), strict=True):
-        runs[runs.index(run)] = bench.dataclasses.replace(run, steps_to_lower=steps)
-    table = bench.lower_table(result)
+        runs[runs.index(run)] = bench.dataclasses.replace(run, **{field: steps})
+    table = bench.bar_table(result, bar=bar)
+    assert f"| student | reached {bar} | median steps to {bar} |" in table
     assert "| privacy-aware | 2/3 | 10,000 | 5,000 – not reached | 2.00× |" in table
     assert "| no-kickstart | 0/3 | not reached |" in table
 
