@@ -320,6 +320,8 @@ ALLOWED = {
     "rllib-privacy ilm-evaluate": "needs a trained DQN checkpoint (minutes): arguments parse",
     "python benchmarks/": "benchmarks run for minutes to hours (tests/e2e/test_benchmark_*.py "
     "run each on a tiny setting): arguments parse with the script's own parser",
+    "python docs/scripts/": "makes a docs image from a finished run: arguments parse with the "
+    "script's own parser (its main stops right after parsing)",
 }
 
 
@@ -553,6 +555,34 @@ def _check_allowed(prefix: str, tokens: list[str], tmp_path: Path, where: str) -
         script = Path(tokens[1])
         assert (REPO / script).is_file(), f"{where}: no {script}"
         import_benchmark(script.stem).build_parser().parse_args(tokens[2:])
+    elif prefix == "python docs/scripts/":
+        _parse_only(REPO / tokens[1], tokens[2:], where)
+
+
+class _ParsedError(Exception):
+    """Raised right after a script's arguments parsed: nothing of the script runs."""
+
+
+def _parse_only(script: Path, args: list[str], where: str) -> None:
+    """Run ``script``'s ``main(args)`` until its ArgumentParser has parsed ``args``."""
+    import argparse
+    import importlib.util
+
+    assert script.is_file(), f"{where}: no {script}"
+    spec = importlib.util.spec_from_file_location(f"_docs_script_{script.stem}", script)
+    assert spec and spec.loader, where
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self: argparse.ArgumentParser, *a: Any, **kw: Any) -> Any:
+        original(self, *a, **kw)  # exits 2 on bad arguments
+        raise _ParsedError
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+        with pytest.raises(_ParsedError):
+            module.main(args)
 
 
 def test_a_renamed_key_in_a_documented_command_fails_the_check(
