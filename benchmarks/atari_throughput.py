@@ -52,6 +52,10 @@ DEFAULT_CONFIG = "tuned_configs/kickstart_teacher_airraid.yaml"
 #: What was tried on the way to the shipped settings (``--variant`` adds more).
 STANDARD_VARIANTS: dict[str, dict[str, Any]] = {
     "shipped YAML": {},
+    "shipped YAML, actions normalized (RLlib's default normalize_actions: true)": {
+        "normalize_actions": True
+    },
+    "shipped YAML, 2 EnvRunners x 64 envs": {"num_envs_per_env_runner": 64},
     "RLlib defaults: 1 EnvRunner x 4 envs, sync vector env, minibatch 500": {
         "num_env_runners": 1,
         "num_cpus_per_env_runner": 1,
