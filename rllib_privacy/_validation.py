@@ -36,12 +36,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 __all__ = [
+    "SMALLEST_NORMAL_EPSILON",
     "as_float64_array",
     "check_bool",
     "check_choice",
     "check_finite_positive",
     "check_generator",
     "check_int_in_range",
+    "check_normal_epsilon",
     "closest",
     "decode_inf",
     "describe",
@@ -341,3 +343,29 @@ def restore_kind(result: np.ndarray, like: Any) -> Any:
 
 def _torch_float64() -> Any:
     return sys.modules["torch"].float64
+
+
+#: The smallest normal float64 (``sys.float_info.min``): a smaller ε > 0 is subnormal.
+SMALLEST_NORMAL_EPSILON = sys.float_info.min
+
+
+def check_normal_epsilon(name: str, value: float) -> None:
+    """Raise if ``value`` is a finite ε in (0, ``SMALLEST_NORMAL_EPSILON``).
+
+    Such an ε passes "a number > 0" but no mechanism can be computed with it in float64:
+    ε/T underflows to 0 and noise scales overflow (``rllib_privacy.mechanisms.floors``
+    gives each gradient mechanism's own, larger, floor).
+
+    Args:
+        name: What the value is, for the message (e.g. ``"config key 'privacy_epsilon'"``).
+        value: The ε (other problems are left to the caller's checks).
+
+    Raises:
+        ValueError: Naming the value and the smallest meaningful one.
+    """
+    if 0.0 < value < SMALLEST_NORMAL_EPSILON:
+        raise ValueError(
+            f"{name} is {value!r}, a subnormal float: no mechanism can be computed with it "
+            f"in float64 (ε/T and the noise scale underflow or overflow); the smallest "
+            f"meaningful value is {SMALLEST_NORMAL_EPSILON:.3g}"
+        )

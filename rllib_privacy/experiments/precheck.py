@@ -4,7 +4,8 @@
 typo costs a fraction of a second instead of the seconds Ray, RLlib and torch take to
 import: each experiment's shape and keys, its ``run`` name, its ``config``, ``gpu_config``
 and ``--config`` keys (and those of ``evaluation_config`` and of declared nested dicts),
-and the kind of each of this package's values (true/false, a number, a string). Keys come
+the kind of each of this package's values (true/false, a number, a string), and that every
+ε is a normal float (``rllib_privacy.mechanisms.floors``). Keys come
 from the generated table of [rllib_privacy.experiments.key_table][].
 
 Every message is the one the full pipeline ([rllib_privacy.experiments.pipeline][])
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rllib_privacy._validation import did_you_mean
+from rllib_privacy._validation import check_normal_epsilon, did_you_mean
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
 from rllib_privacy.experiments.key_table import AlgorithmKeys, algorithm_keys, load_table
 from rllib_privacy.experiments.parse import check_experiment_shape
@@ -101,6 +102,11 @@ def _check_config(config: Mapping[str, Any], keys: AlgorithmKeys, label: str) ->
                 raise PrivacyConfigError(
                     f"{label}config key {key!r} must be {_KIND_TEXT[kind]}, got {one!r}"
                 )
+            if kind == "number" and "epsilon" in key and isinstance(one, int | float):
+                try:
+                    check_normal_epsilon(f"{label}config key {key!r}", float(one))
+                except ValueError as e:
+                    raise PrivacyConfigError(str(e)) from None
 
 
 def _check_keys(

@@ -18,10 +18,11 @@ import dataclasses
 import inspect
 import itertools
 import logging
+import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rllib_privacy._validation import describe, did_you_mean
+from rllib_privacy._validation import check_normal_epsilon, describe, did_you_mean
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.experiments.spec import (
     ExperimentDraft,
@@ -269,7 +270,42 @@ def _validate_variant(variant: dict[str, Any], algo_cls: type[Algorithm], where:
         _validate_ldp_gradient(variant)
         config.update_from_dict(copy.deepcopy(variant))
         config.validate()
+        _validate_epsilon_floors(config, variant)
     _validate_evaluation_config(config, variant, where)
+
+
+def _validate_epsilon_floors(config: Any, variant: Mapping[str, Any]) -> None:
+    """Refuse an ε that is legal but cannot be computed with (``mechanisms.floors``).
+
+    ``privacy_epsilon: 1e-320`` passes a "number > 0" check, then every release overflows
+    inside a worker: the run ended with nothing done. Every ``*epsilon*`` key must be a
+    normal float, and a gradient mechanism's per-release ε at least its floor.
+    """
+    from rllib_privacy.mechanisms.floors import gradient_epsilon_floor
+
+    for key, value in variant.items():
+        if "epsilon" in str(key) and isinstance(value, int | float) and not isinstance(value, bool):
+            check_normal_epsilon(f"config key {key!r}", float(value))
+    get_mechanism = getattr(config, "get_gradient_mechanism", None)
+    if not callable(get_mechanism):
+        return
+    mechanism = get_mechanism()
+    if mechanism.name == "none" or not math.isfinite(mechanism.epsilon):
+        return
+    floor = gradient_epsilon_floor(mechanism.name, clip=mechanism.clip, debias=mechanism.debias)
+    if mechanism.epsilon >= floor:
+        return
+    total = float(getattr(config, "privacy_epsilon", mechanism.epsilon))
+    share = total / mechanism.epsilon
+    per_release = (
+        f"one gradient release gets ε = {mechanism.epsilon:.3g} of it, " if share > 1 else ""
+    )
+    raise PrivacyConfigError(
+        f"config key 'privacy_epsilon' is {total!r}: {per_release}below {floor:.2g}, the "
+        f"smallest ε per release with which {mechanism.name!r} (clip {mechanism.clip:g}) "
+        "can be computed in float64 (its noise overflows); the smallest meaningful "
+        f"privacy_epsilon here is {floor * share:.2g}"
+    )
 
 
 def _validate_evaluation_config(config: Any, variant: Mapping[str, Any], where: str) -> None:

@@ -148,3 +148,27 @@ def test_a_stale_table_is_not_used(tmp_path, monkeypatch):
         precheck_experiments(raw, path="x.yaml")  # left to the full validation
     finally:
         key_table.load_table.cache_clear()
+
+
+def test_subnormal_epsilon_is_refused_before_ray(tmp_path):
+    path = _write(tmp_path, "privacy_epsilon: 1e-320")
+    code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert "config key 'privacy_epsilon' is 1e-320, a subnormal float" in stderr
+    assert "the smallest meaningful value is 2.23e-308" in stderr
+
+
+def test_epsilon_below_the_mechanisms_floor_is_refused_before_ray(tmp_path):
+    """Legal (> 0, normal) but the noise overflows: the floor of the mechanism is named."""
+    from rllib_privacy.experiments import load_experiments
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "exp:\n  run: LDPA3C\n  config: {privacy_mechanism: laplace, privacy_epsilon: 1.0e-200}\n"
+    )
+    with pytest.raises(ExperimentFileError) as caught:
+        load_experiments(path)
+    message = str(caught.value)
+    assert "config key 'privacy_epsilon' is 1e-200" in message
+    assert "the smallest ε per release with which 'laplace'" in message
+    assert "the smallest meaningful privacy_epsilon here is" in message
