@@ -61,18 +61,18 @@ def run_experiments(
                 print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
                 return EXIT_USAGE
         from rllib_privacy.cli.estimate import estimate_line
-        from rllib_privacy.cli.tune_output import configure_tune_output
+        from rllib_privacy.cli.tune_output import tune_output_configured
 
-        # One TensorBoard command (ours); an interrupted sweep's pending trials are counted
-        # in the summary, not listed as FileNotFoundErrors.
-        configure_tune_output()
         cpus = ray.cluster_resources().get("CPU", 1.0)
         outcomes = []
-        for exp in experiment_file.experiments:
-            print(estimate_line(exp, cpus=cpus, has_gpus=has_gpus), flush=True)
-            outcomes.append(run_experiment(exp, has_gpus, args, scheduler))
-            if outcomes[-1].interrupted:
-                break
+        # One TensorBoard command (ours); an interrupted sweep's pending trials are counted
+        # in the summary, not listed as FileNotFoundErrors.
+        with tune_output_configured():
+            for exp in experiment_file.experiments:
+                print(estimate_line(exp, cpus=cpus, has_gpus=has_gpus), flush=True)
+                outcomes.append(run_experiment(exp, has_gpus, args, scheduler))
+                if outcomes[-1].interrupted:
+                    break
     finally:
         ray.shutdown()
     return report(outcomes, experiment_file, args)

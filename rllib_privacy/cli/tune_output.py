@@ -16,15 +16,17 @@ It imports Ray: [rllib_privacy.cli.launch][] imports it when a run starts.
 After a Ctrl-C, Tune's ``ExperimentAnalysis`` logs one ``FileNotFoundError('Could not fetch
 metrics ...')`` line per trial that never wrote a result file (a sweep's pending trials).
 The summary of ``rllib train`` counts those trials as unfinished and says how to resume;
-``configure_tune_output`` drops that warning (and only it: any other failure to read a
+``tune_output_configured`` drops that warning (and only it: any other failure to read a
 trial's results is still logged).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from ray.tune import Callback
@@ -32,6 +34,9 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, LoggerCallbac
 
 #: The logger of Tune's ``ExperimentAnalysis`` (``ray/tune/analysis/experiment_analysis.py``).
 TUNE_ANALYSIS_LOGGER = "ray.tune.analysis.experiment_analysis"
+
+#: With "1", Tune adds no CSV, JSON and TensorBoard loggers of its own.
+_AUTO_LOGGERS = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
 
 
 class TensorBoardLogger(LoggerCallback):
@@ -62,7 +67,7 @@ class TensorBoardLogger(LoggerCallback):
 def tune_callbacks() -> list[Callback]:
     """Tune's CSV, JSON and TensorBoard loggers, without Tune's TensorBoard hint.
 
-    Tune must not add its own (``configure_tune_output``). Without tensorboardX, the
+    Tune must not add its own (``tune_output_configured``). Without tensorboardX, the
     TensorBoard logger is left out with a warning, as Tune does.
 
     Returns:
@@ -88,6 +93,7 @@ class _MissingMetricsFilter(logging.Filter):
     """Drops Tune's "Failed to fetch metrics" warning when every failure is a missing file."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Whether to log ``record``: not when it only lists trials without result files."""
         message = record.getMessage()
         if not message.startswith("Failed to fetch metrics"):
             return True
@@ -95,14 +101,25 @@ class _MissingMetricsFilter(logging.Filter):
         return not failures or not all(_MISSING_FILES.search(line) for line in failures)
 
 
-def configure_tune_output() -> None:
-    """Before ``Tuner.fit`` (also of a restored Tuner): no automatic loggers, quiet analysis.
+@contextlib.contextmanager
+def tune_output_configured() -> Iterator[None]:
+    """While Tune runs (also a restored Tuner): no automatic loggers, quiet analysis.
 
     Sets ``TUNE_DISABLE_AUTO_CALLBACK_LOGGERS=1`` in this (the driver's) process, where
-    Tune reads it, and drops Tune's warning about trials that never wrote a result file
-    (idempotent).
+    Tune reads it, and drops Tune's warning about trials that never wrote a result file;
+    both are undone on exit, so that a Tuner run later in the same process (a notebook, a
+    test) gets Tune's defaults again.
     """
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
+    previous = os.environ.get(_AUTO_LOGGERS)
+    os.environ[_AUTO_LOGGERS] = "1"
     tune_logger = logging.getLogger(TUNE_ANALYSIS_LOGGER)
-    if not any(isinstance(f, _MissingMetricsFilter) for f in tune_logger.filters):
-        tune_logger.addFilter(_MissingMetricsFilter())
+    missing_metrics = _MissingMetricsFilter()
+    tune_logger.addFilter(missing_metrics)
+    try:
+        yield
+    finally:
+        tune_logger.removeFilter(missing_metrics)
+        if previous is None:
+            os.environ.pop(_AUTO_LOGGERS, None)
+        else:
+            os.environ[_AUTO_LOGGERS] = previous

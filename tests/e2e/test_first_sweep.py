@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import re
 import statistics
 from pathlib import Path
@@ -123,22 +124,23 @@ def test_format_duration(seconds: float, text: str) -> None:
 
 
 def _analysis_warnings(tmp_path: Path, trials: list) -> str:
-    """What Tune's ExperimentAnalysis logs reading these trials, after configure_tune_output."""
+    """What Tune's ExperimentAnalysis logs reading these trials, in tune_output_configured."""
     from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
 
-    from rllib_privacy.cli.tune_output import TUNE_ANALYSIS_LOGGER, configure_tune_output
+    from rllib_privacy.cli.tune_output import TUNE_ANALYSIS_LOGGER, tune_output_configured
 
-    configure_tune_output()
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     tune_logger = logging.getLogger(TUNE_ANALYSIS_LOGGER)
     tune_logger.addHandler(handler)
     try:
-        analysis = ExperimentAnalysis.__new__(ExperimentAnalysis)
-        analysis.trials = trials
-        analysis._fetch_trial_dataframes()
+        with tune_output_configured():
+            analysis = ExperimentAnalysis.__new__(ExperimentAnalysis)
+            analysis.trials = trials
+            analysis._fetch_trial_dataframes()
     finally:
         tune_logger.removeHandler(handler)
+    assert not tune_logger.filters  # Removed again on exit.
     return stream.getvalue()
 
 
@@ -176,16 +178,20 @@ def test_tune_output_turns_off_tunes_own_loggers(monkeypatch: pytest.MonkeyPatch
     from ray.tune.logger import TBXLoggerCallback
     from ray.tune.utils.callback import _create_default_callbacks
 
-    from rllib_privacy.cli.tune_output import configure_tune_output, tune_callbacks
+    from rllib_privacy.cli.tune_output import tune_callbacks, tune_output_configured
 
     monkeypatch.delenv("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", raising=False)
-    configure_tune_output()
-    callbacks = _create_default_callbacks(tune_callbacks())
+    with tune_output_configured():
+        callbacks = _create_default_callbacks(tune_callbacks())
     # No TBXLoggerCallback: Tune prints its TensorBoard hint (naming its staging folder)
     # exactly when one is present; ours writes the same events.
     assert not any(isinstance(c, TBXLoggerCallback) for c in callbacks)
     names = [type(c).__name__ for c in callbacks]
     assert names.count("TensorBoardLogger") == 1 and names.count("JsonLoggerCallback") == 1
+    # Afterwards, Tune's defaults again (a Tuner later in the same process).
+    assert "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS" not in os.environ
+    defaults = [type(c).__name__ for c in _create_default_callbacks([])]
+    assert "TBXLoggerCallback" in defaults
 
 
 # ---- one TensorBoard command ------------------------------------------------------------------
