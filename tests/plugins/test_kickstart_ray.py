@@ -248,7 +248,8 @@ def test_shipped_cartpole_yamls_run_one_iteration_through_the_cli(tmp_path: Path
     )
     assert student.returncode == 0, student.stdout[-2000:] + student.stderr[-2000:]
     events = next((tmp_path / "student").rglob("events.out.tfevents*"))
-    accumulator = event_accumulator.EventAccumulator(str(events))
+    # The trial folder: Tune's event file and the privacy layout's, one TensorBoard run.
+    accumulator = event_accumulator.EventAccumulator(str(events.parent))
     accumulator.Reload()
     tags = set(accumulator.Tags()["scalars"])
     for key in (
