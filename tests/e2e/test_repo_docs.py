@@ -308,6 +308,8 @@ PLACEHOLDERS = {
 #: Commands (by their first words) a test does not run, why, and what it checks instead.
 ALLOWED = {
     "pip install": "installs packages (network, changes the environment): the extras exist",
+    "pip wheel": "builds the wheel (tests/e2e/test_packaged_configs.py builds one and runs the "
+    "quick start from it, slow): the package data it needs is declared",
     "python -m pytest": "the test suite itself: the paths and markers exist",
     "ruff": "CI's static checks (tests/e2e/test_repo_rules.py checks CI runs them): on PATH",
     "lint-imports": "CI's static checks: on PATH, contracts in pyproject.toml",
@@ -393,6 +395,9 @@ def test_documented_command_is_checked(
     elif tokens[:2] == ["rllib-privacy", "plot"]:
         _plot(tokens[2:], tmp_path, where)
     elif tokens[:2] in (["rllib-privacy", "pate-epsilon"], ["rllib-privacy", "list"]):
+        _tool(tokens[1:], tmp_path, where)
+    elif tokens[:2] == ["rllib-privacy", "configs"]:
+        monkeypatch.chdir(tmp_path)  # `configs copy` writes into the current folder
         _tool(tokens[1:], tmp_path, where)
     elif (prefix := _allowed(command)) is not None:
         _check_allowed(prefix, tokens, tmp_path, where)
@@ -522,8 +527,13 @@ def _check_allowed(prefix: str, tokens: list[str], tmp_path: Path, where: str) -
             if match := re.fullmatch(r"\.\[([\w,]+)\]", token):
                 for extra in match.group(1).split(","):
                     assert re.search(rf"^{extra}\s*=", extras, flags=re.M), (where, extra)
+            elif token == "dist/rllib_privacy-*.whl":  # what the documented `pip wheel` makes
+                continue
             elif token not in ("-e", ".") and not re.fullmatch(r"torch==[\d.]+", token):
                 raise AssertionError(f"{where}: pip install {token!r}: not checked")
+    elif prefix == "pip wheel":
+        assert "[tool.setuptools.package-data]" in pyproject, f"{where}: no package data"
+        assert (REPO / "rllib_privacy" / "tuned_configs" / "ldp_a3c.yaml").is_file(), where
     elif prefix == "python -m pytest":
         markers = pyproject.split("markers = [", 1)[1].split("]", 1)[0]
         for index, token in enumerate(tokens[3:], start=3):
