@@ -67,6 +67,10 @@ def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
         "submissions": ldp.get("submissions"),
         "eval_return_mean": ldp.get("eval_return_mean"),
         "eval_heldout": ldp.get("eval_return_mean_heldout_gravities"),
+        # Untrusted agents (benchmarks/poisoning.py): reports the robust mean left out or
+        # the aggregator's check refused.
+        "filtered": ldp.get("filtered_submissions"),
+        "rejected": ldp.get("rejected_submissions"),
         "epsilon_per_agent": ldp.get("epsilon_per_agent"),
         "epsilon_shuffled": result.get("privacy", {}).get("epsilon_shuffled"),
         "submissions_per_second": result.get("submissions_per_second"),

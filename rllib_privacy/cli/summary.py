@@ -36,6 +36,8 @@ HEADLINE_METRICS = (
     metric_keys.PRIVACY_EPSILON_SHUFFLED,
     metric_keys.LDP_SOLVED_AT,
     metric_keys.LDP_EVAL_RETURN_MEAN,
+    # Reports refused by LDPA3C's output-set check: shown only when some were.
+    metric_keys.LDP_REJECTED_SUBMISSIONS,
     metric_keys.KICKSTART_TEACHER_STOPPED_AT,
     metric_keys.PATE_QUERIES,
     metric_keys.PATE_EPSILON,
@@ -49,6 +51,8 @@ HEADLINE_METRICS = (
     metric_keys.EXPLORATION_BONUS_MEAN,
     "time_total_s",
 )
+#: Headline metrics left out of the summary while they are 0 (nothing happened).
+SHOWN_WHEN_NONZERO = frozenset({metric_keys.LDP_REJECTED_SUBMISSIONS})
 
 
 @dataclasses.dataclass
@@ -201,6 +205,8 @@ def headline_values(result_metrics: dict[str, Any]) -> dict[str, Any]:
     for key in HEADLINE_METRICS:
         matches = [k for k in flat if k == key or k.endswith("/" + key)]
         if matches and isinstance(flat[min(matches, key=len)], int | float):
+            if key in SHOWN_WHEN_NONZERO and not flat[min(matches, key=len)]:
+                continue
             values[key] = flat[min(matches, key=len)]
     return values
 

@@ -34,12 +34,15 @@ from rllib_privacy.mechanisms.output_checks import (
     check_finite_vector,
     laplace_bounds,
     max_inner_product_l1_linf,
+    privunit2_t_second_moment,
+    privunitg_alpha_second_moment,
     privunitg_norm_bound,
     relative_tolerance,
 )
 from rllib_privacy.mechanisms.privunit import (
     privunit2,
     privunit2_mse,
+    privunit2_optimal_gamma,
     privunit2_rows,
     privunit2_scale,
     privunitg,
@@ -461,6 +464,39 @@ class GradientMechanism:
             return max_inner_product_l1_linf(vector, bounds.norm, bounds.entry)
         return vector * (bounds.norm / float(np.linalg.norm(vector)))
 
+    def output_std_bound(self, dim: int) -> float:
+        """An upper bound on an honest output's standard deviation along any unit vector.
+
+        ``sup_v sqrt(Var⟨x, v⟩)`` over unit ``v`` and every input gradient (from
+        ``Cov(x) ≼ E[xxᵀ]``): ``"privunitg"``: ``(C/m)·sqrt(max(E[α²], 1))``, with
+        ``E[α²] = p·(1 + γφ(γ)/Φ(-γ)) + (1 - p)·(1 - γφ(γ)/Φ(γ))`` (``E[xxᵀ] =
+        (C/m)²·E[α²uuᵀ + I - uuᵀ]``); ``"laplace"``: ``sqrt((C/2)² + 2b²)`` (clipped gradient plus
+        noise, ``b = C/ε``); ``"privunit2"``: ``(C/m)·sqrt(max(E[t²], (1 - E[t²])/(d-1)))``;
+        ``"prs"``: ``(unit/√3)·sqrt(d̂·(1 + (d̂-1)·c²))`` (``unit = √3·C``, or
+        ``√3·C/(c·d̂)`` with ``debias``, ``c = tanh(ε/(2d̂))``); ``"none"``: ``inf``.
+
+        Args:
+            dim: Number of entries d, an int >= 1.
+
+        Returns:
+            The bound, a float > 0 (``inf`` for ``"none"``).
+
+        """
+        dim = _check_dim(dim)
+        if self.name == "none":
+            return math.inf
+        bounds = _output_bounds(self, dim, DEFAULT_FALSE_REJECTION_RATE)
+        if self.name == "prs":
+            # E[(Σ_i ũ_i⟨m_i, v⟩)²] ≤ d̂·C² + d̂(d̂-1)·c²·C² (the bits are independent given
+            # M, E[ũ_i | M] = c·ū_i, |ū_i| ≤ C, E|⟨m_i, v⟩| ≤ 1), times the debias factor.
+            reduced = bounds.count
+            c = math.tanh(self.epsilon / (2.0 * reduced))
+            second = reduced * (1.0 + (reduced - 1) * c * c)
+            return bounds.unit / math.sqrt(3.0) * math.sqrt(second)
+        if self.name == "laplace":
+            return math.sqrt((self.clip / 2.0) ** 2 + 2.0 * (self.clip / self.epsilon) ** 2)
+        return self.clip / bounds.scale * math.sqrt(bounds.second_moment)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as JSON-able plain types (``epsilon = inf`` becomes ``"inf"``)."""
         return {
@@ -517,6 +553,8 @@ class _OutputBounds:
     unit: float = 1.0  # PRS: lattice step
     count: int = 0  # PRS: largest |k| (d̂)
     secure_slack: float = 0.0  # PrivUnit secure mode: √d grid steps on the norm
+    scale: float = 1.0  # PrivUnit: m
+    second_moment: float = 1.0  # PrivUnitG: max(E[α²], 1)
 
 
 def _check_rate(rate: Any) -> float:
@@ -542,15 +580,21 @@ def _output_bounds(mechanism: GradientMechanism, dim: int, rate: float) -> _Outp
     if mechanism.name == "laplace":
         l1, linf = laplace_bounds(epsilon=epsilon, clip=clip, dim=dim, false_rejection_rate=rate)
         return _OutputBounds(norm=l1, entry=linf)
+    second_moment = 1.0
     if mechanism.name == "privunit2":
         scale = privunit2_scale(epsilon, dim)
         norm = clip / scale
+        if dim > 1:
+            # E[zzᵀ | u] = E[t²]·uuᵀ + (1 - E[t²])/(d - 1)·(I - uuᵀ).
+            t2 = privunit2_t_second_moment(epsilon, dim, privunit2_optimal_gamma(epsilon, dim))
+            second_moment = max(t2, (1.0 - t2) / (dim - 1))
     else:
         gamma = privunitg_optimal_gamma(epsilon, dim)
         scale = privunitg_scale(epsilon, dim, gamma)
         norm = clip * privunitg_norm_bound(
             epsilon=epsilon, dim=dim, gamma=gamma, scale=scale, false_rejection_rate=rate
         )
+        second_moment = max(1.0, privunitg_alpha_second_moment(epsilon, gamma))
     # Secure mode's grid step is at most 2^-20 of C/m per entry.
     secure = math.sqrt(dim) * (clip / scale) * 2.0**-20 if mechanism.secure_mode else 0.0
-    return _OutputBounds(norm=norm, secure_slack=secure)
+    return _OutputBounds(norm=norm, secure_slack=secure, scale=scale, second_moment=second_moment)

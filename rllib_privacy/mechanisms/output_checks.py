@@ -48,6 +48,8 @@ __all__ = [
     "check_finite_vector",
     "laplace_bounds",
     "max_inner_product_l1_linf",
+    "privunit2_t_second_moment",
+    "privunitg_alpha_second_moment",
     "privunitg_norm_bound",
     "relative_tolerance",
 ]
@@ -106,6 +108,55 @@ def _alpha_tail(a: float, gamma: float, p: float) -> float:
     upper = p + (1.0 - p) * (one_minus_q - special.ndtr(a)) / one_minus_q
     lower = (1.0 - p) * special.ndtr(-a) / one_minus_q
     return float(upper + lower)
+
+
+def privunitg_alpha_second_moment(epsilon: float, gamma: float) -> float:
+    """``E[α²]`` of PrivUnitG's α (``N(0,1)`` given ``α ≥ γ`` w.p. p, given ``α < γ`` else).
+
+    For a standard normal truncated to ``[γ, ∞)``, ``E[α²] = 1 + γφ(γ)/Φ(-γ)``; truncated
+    to ``(-∞, γ)``, ``1 - γφ(γ)/Φ(γ)``.
+
+    Args:
+        epsilon: ε of one release (through ``p``).
+        gamma: The cap threshold γ.
+
+    Returns:
+        ``E[α²]``.
+
+    """
+    q = float(special.ndtr(-gamma))
+    p = q / (q + math.exp(-epsilon) * (1.0 - q))
+    density = math.exp(-0.5 * gamma * gamma) / math.sqrt(2.0 * math.pi)
+    return p * (1.0 + gamma * density / q) + (1.0 - p) * (1.0 - gamma * density / (1.0 - q))
+
+
+def privunit2_t_second_moment(epsilon: float, dim: int, gamma: float) -> float:
+    """``E[t²]`` of PrivUnit2's ``t = ⟨z, u⟩`` (``(1 + t)/2 ~ Beta(a, a)``, ``a = (d-1)/2``).
+
+    ``t`` follows that law conditioned on ``t ≥ γ`` w.p. p and on ``t < γ`` otherwise; the
+    two conditional second moments are integrated with ``scipy.stats.beta.expect``.
+
+    Args:
+        epsilon: ε of one release (through ``p``).
+        dim: d, an int >= 2.
+        gamma: The cap threshold γ in [0, 1).
+
+    Returns:
+        ``E[t²]``.
+
+    """
+    a = (dim - 1) / 2.0
+    law = stats.beta(a, a)
+    split = (1.0 + gamma) / 2.0
+    q = float(law.sf(split))
+    p = q / (q + math.exp(-epsilon) * (1.0 - q))
+
+    def square(b: float) -> float:
+        return (2.0 * b - 1.0) ** 2
+
+    cap = float(law.expect(square, lb=split, ub=1.0, conditional=True))
+    rest = float(law.expect(square, lb=0.0, ub=split, conditional=True))
+    return p * cap + (1.0 - p) * rest
 
 
 def privunitg_norm_bound(

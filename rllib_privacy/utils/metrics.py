@@ -134,5 +134,10 @@ LDP_SUBMISSIONS_DROPPED = "ldp/submissions_dropped"
 LDP_APPLIED_SUBMISSIONS = "ldp/applied_submissions"
 #: LDPA3C: submissions received again with an id already recorded (never applied twice).
 LDP_DUPLICATE_SUBMISSIONS = "ldp/duplicate_submissions"
+#: LDPA3C: reports refused before they were applied, outside their mechanism's output set
+#: (docs/components/ldp-a3c.md#untrusted-agents); charged, never applied.
+LDP_REJECTED_SUBMISSIONS = "ldp/rejected_submissions"
+#: LDPA3C: valid reports the robust mean (``aggregator_robust``) left out.
+LDP_FILTERED_SUBMISSIONS = "ldp/filtered_submissions"
 #: LDPA3C: requests lost because their EnvRunner died (no release reached the aggregator).
 LDP_LOST_REQUESTS = "ldp/lost_requests"

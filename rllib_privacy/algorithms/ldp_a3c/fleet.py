@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 
+from rllib_privacy.algorithms.ldp_a3c.attacks import poison_rows
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_learner import a3c_loss_parts
 from rllib_privacy.envs.cartpole_gravity import CartPoleGravityVectorEnv
@@ -39,6 +40,8 @@ class FleetAgent:
     agent_id: str
     gravity: float
     submissions: int = 0
+    #: Simulation only (``agents_malicious_fraction``): sends ``poison_rows``' attack report.
+    malicious: bool = False
 
 
 @dataclass
@@ -270,8 +273,17 @@ class AgentFleet:
         stale = [i for i in range(count) if (a := self._slots[i]) is None or a.submissions >= limit]
         if stale:
             gravities = self._env.draw_gravities(self._explore_rng, size=len(stale))
-            for i, gravity in zip(stale, gravities, strict=True):
-                self._slots[i] = FleetAgent(self._new_agent_id(), float(gravity))
+            fraction = float(self._config.agents_malicious_fraction)
+            # Drawn only in a simulated attack, so honest runs keep their random streams.
+            malicious = (
+                self._explore_rng.random(len(stale)) < fraction
+                if fraction > 0.0
+                else np.zeros(len(stale), dtype=bool)
+            )
+            for i, gravity, bad in zip(stale, gravities, malicious, strict=True):
+                self._slots[i] = FleetAgent(
+                    self._new_agent_id(), float(gravity), malicious=bool(bad)
+                )
         return [agent for agent in self._slots[:count] if agent is not None]
 
     def submit(
@@ -330,7 +342,13 @@ class AgentFleet:
             # The no-signal control: what the mechanism's noise alone does to θ.
             gradients = np.zeros_like(gradients)
         released = self._mechanism.privatize_rows(gradients, self._noise_rng())
-        released = np.asarray(released, dtype=np.float32)
+        released = poison_rows(
+            gradients,
+            np.asarray(released, dtype=np.float32),
+            [agent.malicious for agent in agents],
+            mechanism=self._mechanism,
+            attack=config.agents_malicious_attack,
+        )
         scores = np.mean([e.lengths[:count] for e in episodes], axis=0)
         steps = np.sum([e.lengths[:count] for e in episodes], axis=0)
         epsilon = float(self._mechanism.epsilon_per_release)

@@ -41,6 +41,11 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import exploration_alpha
 from rllib_privacy.algorithms.ldp_a3c.score_tracker import ScoreTracker
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
+from rllib_privacy.algorithms.ldp_a3c.validation import (
+    check_report,
+    configured_score_mechanism,
+    rejected_charges,
+)
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.envs.cartpole_gravity import (
     PAPER_GRAVITY_CHOICES,
@@ -135,7 +140,12 @@ class LDPA3C(Algorithm):
         super().setup(config)
         self._weights = self._on_learner(_flat_weights)
         self._weights_version = 0
-        self._buffer = GradientBuffer(config.effective_max_buffer, self._weights.size)
+        self._buffer = GradientBuffer(
+            config.effective_max_buffer,
+            self._weights.size,
+            robust=config.aggregator_robust,
+            std_bound=config.get_gradient_mechanism().output_std_bound(self._weights.size),
+        )
         # Each local agent may spend at most ε in total; the ledger refuses more.
         self._ledger = LDPLedger(
             epsilon_budget_per_agent=float(config.privacy_epsilon)
@@ -147,6 +157,9 @@ class LDPA3C(Algorithm):
         # Fault accounting (see docs/privacy-journal.md).
         self._applied = 0  # gradients that went into the buffer in this θ's history
         self._duplicates = 0
+        # Reports refused by _validate (docs/components/ldp-a3c.md#untrusted-agents).
+        self._rejected = 0
+        self._score_check = configured_score_mechanism(config)
         # Lost requests = sent − answered − still in flight. Counting them this way also
         # catches requests that RLlib's actor manager forgets without an error result (it
         # drops every in-flight request of an actor that another call found dead).
@@ -197,8 +210,12 @@ class LDPA3C(Algorithm):
 
     def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
         """Add a replayed submission's score (never its gradient: θ rolled back with it)."""
-        self._scores.add(float(extras["score"]), int(extras["env_steps"]))
         self._replayed += 1
+        if extras.get("rejected"):
+            # A refused report was charged, never scored or applied.
+            self._rejected += 1
+            return
+        self._scores.add(float(extras["score"]), int(extras["env_steps"]))
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
         """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
@@ -266,6 +283,8 @@ class LDPA3C(Algorithm):
                 raise TypeError(
                     f"aggregator accepts only GradientSubmission objects, got {type(submission)}"
                 )
+            if self._validate(submission) is not None:
+                continue
             agent = submission.agent_id
             recorded = self._ledger.releases_of(agent) + pending.get(agent, 0)
             # An agent numbers its submissions 1, 2, ... in order, so a number that is not
@@ -304,6 +323,39 @@ class LDPA3C(Algorithm):
                 )
                 self._weights_version += 1
 
+    def _validate(self, submission: GradientSubmission) -> str | None:
+        """Why ``submission`` is refused, or None: the check before a report is applied.
+
+        A refused report is counted (``ldp/rejected_submissions``), logged and never
+        applied or scored; it is charged as an honest release would be (``rejected_charges``:
+        it left the device), journaled first and marked ``rejected``.
+        See docs/components/ldp-a3c.md#untrusted-agents.
+        """
+        reason = check_report(
+            submission,
+            mechanism=self._mechanism,
+            dim=self._weights.size,
+            max_weights_version=self._weights_version,
+            score_mechanism=self._score_check,
+        )
+        if reason is None:
+            return None
+        self._rejected += 1
+        logger.warning("LDPA3C: refused a report: %s", reason)
+        charges = rejected_charges(
+            submission,
+            mechanism=self._mechanism,
+            score_mechanism=self._score_check,
+            ledger=self._ledger,
+        )
+        if charges:
+            sender = f"{submission.agent_id}#{submission.agent_sequence}"
+            extras = {"id": sender, "rejected": reason}
+            self._journal.extend_releases((event, extras) for event in charges)
+            for event in charges:
+                self._ledger.record(event)
+        return reason
+
     def _log_metrics(self, *, submissions_per_second: float) -> None:
         scores, ledger = self._scores, self._ledger
         alpha_n = exploration_alpha(
@@ -339,6 +391,8 @@ class LDPA3C(Algorithm):
             # Recorded releases whose gradient is not in this θ's history (a rollback).
             keys.LDP_SUBMISSIONS_DROPPED: max(0, scores.submissions - self._applied),
             keys.LDP_DUPLICATE_SUBMISSIONS: self._duplicates,
+            keys.LDP_REJECTED_SUBMISSIONS: self._rejected,
+            keys.LDP_FILTERED_SUBMISSIONS: self._buffer.filtered,
             keys.LDP_LOST_REQUESTS: self._lost_requests,
             (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN): recent,
             (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN): recent,
@@ -424,6 +478,7 @@ class LDPA3C(Algorithm):
             "journal": self._journal.marker(),
             "applied": self._applied,
             "duplicates": self._duplicates,
+            "rejected": self._rejected,
             "lost_requests": self._lost_requests,
             "releases_replayed": self._replayed,
         }
@@ -449,6 +504,7 @@ class LDPA3C(Algorithm):
             # Checkpoints written before the journal existed lack these entries.
             self._applied = int(aggregator.get("applied", self._scores.submissions))
             self._duplicates = int(aggregator.get("duplicates", 0))
+            self._rejected = int(aggregator.get("rejected", 0))
             self._lost_requests_restored = int(aggregator.get("lost_requests", 0))
             # Requests in flight now are not lost yet: count from here.
             self._requests_sent, self._requests_answered = self._in_flight(), 0

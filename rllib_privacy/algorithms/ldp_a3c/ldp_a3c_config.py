@@ -25,6 +25,7 @@ from rllib_privacy.algorithms.config_keys import (
     LegacyCountExplorationMixin,
     check_count_exploration_keys,
 )
+from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import ROBUST_AGGREGATIONS
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.envs.cartpole_gravity import validate_positive_choices
@@ -50,6 +51,8 @@ ACTION_SELECTIONS = ("epsilon_argmax", "sample")
 AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 #: Where a local agent's visit counts live (``count_exploration_scope``).
 COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
+#: ``agents_malicious_attack``: what a simulated malicious agent pushes θ along.
+MALICIOUS_ATTACKS = ("flip", "fixed")
 
 
 class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmConfig):
@@ -96,12 +99,15 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             "agents_exploration_alpha_zero_at",
             "agents_loss_reduction",
             "agents_normalize_advantages",
+            "agents_malicious_fraction",
+            "agents_malicious_attack",
         ),
         "aggregator": (
             "aggregator_max_buffer",
             "aggregator_optimizer",
             "aggregator_submissions_per_iteration",
             "aggregator_submissions_per_request",
+            "aggregator_robust",
         ),
         "scoring": (
             "scoring_fst_target_score",
@@ -176,10 +182,14 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self.agents_exploration_alpha_zero_at = 900
         self.agents_loss_reduction = "sum"
         self.agents_normalize_advantages = False
+        # Simulation/testing only: untrusted agents (docs/components/ldp-a3c.md#untrusted-agents).
+        self.agents_malicious_fraction = 0.0
+        self.agents_malicious_attack = "flip"
         self.aggregator_max_buffer: int | None = None
         self.aggregator_optimizer = "sgd"
         self.aggregator_submissions_per_iteration = 100
         self.aggregator_submissions_per_request = 1
+        self.aggregator_robust = "none"
         self.scoring_fst_target_score = 195.0
         self.scoring_eval_episodes = 100
         self.scoring_eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
@@ -274,6 +284,8 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         agents_exploration_alpha_zero_at: int = NotProvided,
         agents_loss_reduction: str = NotProvided,
         agents_normalize_advantages: bool = NotProvided,
+        agents_malicious_fraction: float = NotProvided,
+        agents_malicious_attack: str = NotProvided,
     ) -> Self:
         """Sets what one local agent does: episodes, actions, its A3C loss, the fleet.
 
@@ -293,6 +305,15 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             agents_loss_reduction: ``sum`` over the episode (paper) or ``mean``.
             agents_normalize_advantages: Shift and scale each agent's advantages over its
                 own steps to zero mean and unit variance before the policy loss.
+            agents_malicious_fraction: SIMULATION/TESTING ONLY: each new local agent of a
+                fleet is malicious with this probability (in [0, 1)); a malicious agent
+                sends the worst valid output of the mechanism
+                (``GradientMechanism.worst_valid_output``) instead of its release (the
+                manipulation attacks of Cheu, Smith & Ullman 2021). Needs
+                ``agents_per_env_runner`` > 1 and a private mechanism.
+            agents_malicious_attack: ``flip``: along the negative of the agent's own
+                (clipped) gradient; ``fixed``: along one fixed direction, the same for
+                every malicious agent (all ones: all-same signs for sign mechanisms).
 
         Returns:
             This updated config.
@@ -308,6 +329,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         aggregator_optimizer: str = NotProvided,
         aggregator_submissions_per_iteration: int = NotProvided,
         aggregator_submissions_per_request: int = NotProvided,
+        aggregator_robust: str = NotProvided,
     ) -> Self:
         """Sets how the aggregator buffers and applies the privatized gradients (eq. 22).
 
@@ -319,6 +341,11 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             aggregator_submissions_per_request: Episodes one EnvRunner runs per remote call
                 (all with the same θ; more = faster, staler gradients). With a fleet it is
                 rounded up to a multiple of ``agents_per_env_runner`` (whole rounds).
+            aggregator_robust: ``none`` (the mean of B, paper) or ``projection_filter``:
+                the mean of the reports that stay within 4 σ_b of the median along the
+                mean's and the top principal direction (robust to reports from untrusted
+                agents, docs/components/ldp-a3c.md#untrusted-agents). Needs a private
+                mechanism.
 
         Returns:
             This updated config.
@@ -423,6 +450,52 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 f"config key '{name}' must be a number or a non-empty list of finite "
                 f"numbers > 0, got {self.scoring_eval_heldout_gravities!r}"
             ) from None
+
+    def _validate_untrusted_agents(self) -> None:
+        """The poisoning simulation keys and the robust aggregation."""
+        check_choice(
+            "config key 'aggregator_robust'",
+            self.aggregator_robust,
+            ROBUST_AGGREGATIONS,
+            error=PrivacyConfigError,
+        )
+        check_choice(
+            "config key 'agents_malicious_attack'",
+            self.agents_malicious_attack,
+            MALICIOUS_ATTACKS,
+            error=PrivacyConfigError,
+        )
+        fraction = _check_number(
+            "agents_malicious_fraction",
+            self.agents_malicious_fraction,
+            low=0.0,
+            high=1.0,
+            inclusive_low=True,
+        )
+        if fraction == 1.0:
+            raise PrivacyConfigError(
+                "config key 'agents_malicious_fraction' must be < 1 (at least some honest "
+                f"agents), got {self.agents_malicious_fraction!r}"
+            )
+        needs_mechanism = [
+            key
+            for key, used in (
+                ("aggregator_robust", self.aggregator_robust != "none"),
+                ("agents_malicious_fraction", fraction > 0.0),
+            )
+            if used
+        ]
+        if needs_mechanism and not self.is_private:
+            raise PrivacyConfigError(
+                f"config key {needs_mechanism[0]!r} needs a private mechanism (a bounded "
+                f"output set), got privacy_mechanism {self.privacy_mechanism!r} at "
+                f"privacy_epsilon {self.privacy_epsilon!r}"
+            )
+        if fraction > 0.0 and self.agents_per_env_runner == 1:
+            raise PrivacyConfigError(
+                "config key 'agents_malicious_fraction' > 0 needs agents_per_env_runner > 1 "
+                "(the fleet simulates the malicious agents), got agents_per_env_runner=1"
+            )
 
     def _validate_fleet(self) -> None:
         self.heldout_gravities()
@@ -537,6 +610,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self._validate_choices()
         self._validate_counts_and_flags()
         self._validate_fleet()
+        self._validate_untrusted_agents()
         self._validate_mechanism_options()
         self._validate_loss()
         check_journal_dir(self.privacy_journal_dir)
