@@ -323,8 +323,11 @@ class LDPA3C(Algorithm):
                 )
                 self._weights_version += 1
 
-    def _validate(self, submission: GradientSubmission) -> str | None:
+    def _validate(self, submission: Any) -> str | None:
         """Why ``submission`` is refused, or None: the check before a report is applied.
+
+        ``submission`` is a ``GradientSubmission``, or a report without ids behind the
+        shuffler (never charged here: the shuffler keeps the per-agent ledger).
 
         A refused report is counted (``ldp/rejected_submissions``), logged and never
         applied or scored; it is charged as an honest release would be (``rejected_charges``:
