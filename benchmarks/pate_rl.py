@@ -261,6 +261,9 @@ def run_students(args: argparse.Namespace, work: Path, teachers: dict[str, Any])
     space["env_config"] = {"gravity_choices": [STUDENT_GRAVITY]}
     space["metrics_num_episodes_for_smoothing"] = args.window
     space.update(pate)
+    # Each seed stands for an independent deployment of the ensemble (a simulation): every
+    # trial spends its own budget, not one owner budget shared by the whole sweep.
+    space["pate_budget_scope"] = "trial"
     teacher_sets = {
         "pate": [t["module_dir"] for t in teachers["trained"]],
         "pate-untrained": teachers["untrained"],

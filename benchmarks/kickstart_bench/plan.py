@@ -309,7 +309,9 @@ def load_yaml_config(path: Path) -> dict[str, Any]:
 
 
 #: Keys the benchmark sets itself (per arm, task, seed) or that would start more processes.
-_BENCH_KEYS = frozenset({"teacher_checkpoint", "num_env_runners", "env", "seed"})
+_BENCH_KEYS = frozenset(
+    {"teacher_checkpoint", "teacher_budget_scope", "num_env_runners", "env", "seed"}
+)
 
 #: PPO hyperparameters a student's no-kickstart twin shares with it.
 PPO_KEYS = ("train_batch_size_per_learner", "minibatch_size", "num_epochs", "lr", "gamma")
@@ -355,8 +357,15 @@ def arm_config(
         # its builder method (.teacher()/.kickstart()); .training() takes only PPO's own.
         # update_from_dict also takes the env-runner keys of a YAML (num_envs_per_env_runner),
         # which .training() would reject.
+        # Each seed stands for an independent deployment of the teacher (a simulation): every
+        # trial spends its own budget, not one owner budget shared by the whole grid.
         config.update_from_dict(ppo).update_from_dict(
-            {**kickstart, **arm.overrides, "teacher_checkpoint": teacher_checkpoint}
+            {
+                **kickstart,
+                **arm.overrides,
+                "teacher_checkpoint": teacher_checkpoint,
+                "teacher_budget_scope": "trial",
+            }
         )
     elif arm.algorithm == "PPO":
         config = PPOConfig().update_from_dict(ppo)

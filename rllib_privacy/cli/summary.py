@@ -161,25 +161,71 @@ def tensorboard_command(experiment_paths: list[str]) -> str:
 def privacy_line(outcome: Outcome) -> str | None:
     """``privacy: '<exp>' spent ε = … at δ = …``, the largest over its trials, or None.
 
-    The largest, not the best trial's: a sweep's privacy cost is that of its most
-    expensive trial (each trial's spend is its own ledger's).
+    The largest, not the best trial's. With a data owner's budget (``*_budget_scope:
+    owner``, docs/privacy-journal.md#owner-ledgers) each trial reports the owner's ε over
+    every trial and run so far, so the largest is the owner's latest total; with
+    ``*_budget_scope: trial`` each trial spent its own budget and the line says "per trial".
     """
     from ray.tune.utils import flatten_dict
 
     spent = []
+    scopes = set()
     for result in outcome.grid or []:
         flat = flatten_dict(result.metrics or {}, delimiter="/")
         epsilon = flat.get(metric_keys.PRIVACY_EPSILON_SPENT)
         if isinstance(epsilon, int | float) and not isinstance(epsilon, bool):
             spent.append((float(epsilon), flat.get(metric_keys.PRIVACY_DELTA_SPENT)))
+            scopes.add(flat.get(metric_keys.PRIVACY_BUDGET_PER_TRIAL))
     if not spent:
         return None
     epsilon, delta = max(spent, key=lambda pair: pair[0])
     at_delta = f" at δ = {format_number(float(delta))}" if isinstance(delta, int | float) else ""
-    trials = f" (largest of {len(spent)} trials)" if len(spent) > 1 else ""
+    largest = f"largest of {len(spent)} trials" if len(spent) > 1 else ""
+    if 1.0 in scopes:
+        notes = ["each trial spends its own budget", largest]
+        where = " per trial"
+    elif 0.0 in scopes:
+        notes = ["the data owner's ledger: every trial and run of its data together", largest]
+        where = ""
+    else:
+        notes, where = [largest], ""
+    note = "; ".join(n for n in notes if n)
     return (
-        f"privacy: {outcome.experiment.name!r} spent ε = {format_number(epsilon)}{at_delta}{trials}"
+        f"privacy: {outcome.experiment.name!r} spent ε = {format_number(epsilon)}{at_delta}"
+        f"{where}" + (f" ({note})" if note else "") + central_clause(outcome)
     )
+
+
+def central_clause(outcome: Outcome) -> str:
+    """``; central ε = … at δ = … behind the shuffler (ε₀ = … per report)``, or "".
+
+    Only for trials that ran the shuffler (``privacy/epsilon_central``): the largest over
+    them. A run without one gets nothing here, whatever a shuffler would have given.
+    """
+    from ray.tune.utils import flatten_dict
+
+    central = []
+    for result in outcome.grid or []:
+        flat = flatten_dict(result.metrics or {}, delimiter="/")
+        epsilon = flat.get(metric_keys.PRIVACY_EPSILON_CENTRAL)
+        if isinstance(epsilon, int | float) and not isinstance(epsilon, bool):
+            central.append(
+                (
+                    float(epsilon),
+                    flat.get(metric_keys.PRIVACY_DELTA_CENTRAL),
+                    flat.get(metric_keys.PRIVACY_EPSILON_PER_REPORT),
+                )
+            )
+    if not central:
+        return ""
+    epsilon, delta, epsilon0 = max(central, key=lambda row: row[0])
+    text = f"; central ε = {format_number(epsilon)}"
+    if isinstance(delta, int | float):
+        text += f" at δ = {format_number(float(delta))}"
+    text += " behind the shuffler"
+    if isinstance(epsilon0, int | float):
+        text += f" (ε₀ = {format_number(float(epsilon0))} per report)"
+    return text
 
 
 def best_result(grid: Any) -> Any:

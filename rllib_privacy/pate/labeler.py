@@ -14,8 +14,10 @@ both spend the last query.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from rllib_privacy._validation import required
 from rllib_privacy.accounting import PATELedger
 from rllib_privacy.accounting.events import PrivacyEvent
 from rllib_privacy.accounting.journal import PrivacyJournalError, ReplayJournal
+from rllib_privacy.accounting.owner_ledger import OwnerLedger
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms import (
     NoiseStreams,
@@ -71,6 +74,15 @@ class PATELabeler:
             ``rllib_privacy.utils.journaling``), or None (no journal: tests). The votes of
             every answered batch are journaled before its labels are returned; records
             already in the file are replayed, so a restart continues the spent budget.
+        owner_path: The ensemble's owner-ledger journal
+            (``rllib_privacy.accounting.owner_ledger.OwnerLedger``), or None
+            (budget scope ``trial``). With it, every batch of queries is first reserved in
+            the owner's ledger, under its file lock: every trial and run of the same
+            teachers spends one budget.
+        owner_identity: The ensemble's identity (``owner_identity`` of the teachers and
+            their partition); required with ``owner_path``.
+        trial: Who spends (the trial's name), written beside each release in the owner's
+            journal; None draws a random name.
 
     """
 
@@ -86,6 +98,9 @@ class PATELabeler:
         report_data_dependent_epsilon: bool = False,
         secure_mode: bool = False,
         journal_path: str | None = None,
+        owner_path: str | None = None,
+        owner_identity: str | None = None,
+        trial: str | None = None,
     ) -> None:
         # Ray reports an exception raised in an actor's __init__ only as text: keep a
         # configuration error and raise it from ping(), where it keeps its type.
@@ -97,6 +112,9 @@ class PATELabeler:
         except PrivacyConfigError as e:
             self._init_error = e
         self._ledger = ledger
+        # The owner's ledger starts from these settings with nothing spent (taken before
+        # the trial's journal replays into this one).
+        empty_state = ledger.state_dict()
         self._rng = NoiseStreams(seed).spawn()
         self._secure_mode = bool(secure_mode)
         self._track_agreement = bool(track_label_agreement)
@@ -114,6 +132,19 @@ class PATELabeler:
                 self._journal.replay_all(self)
             except (PrivacyJournalError, OSError, ValueError) as e:
                 self._init_error = PrivacyConfigError(f"privacy_journal_dir: {e}")
+        self._trial = trial or uuid.uuid4().hex
+        self._owner: OwnerLedger | None = None
+        self._budgets: list[Any] = [self._ledger]
+        if owner_path is not None and self._init_error is None:
+            try:
+                self._owner = OwnerLedger(
+                    owner_path,
+                    component=JOURNAL_COMPONENT,
+                    identity=required("owner_identity", owner_identity),
+                    ledger=PATELedger.from_state_dict(empty_state),
+                )
+            except (PrivacyJournalError, OSError, ValueError) as e:
+                self._init_error = PrivacyConfigError(f"pate_budget_scope: {e}")
 
     def ping(self) -> int:
         """Return the number of teachers (used to wait until the actor is up).
@@ -144,48 +175,87 @@ class PATELabeler:
         self._requested += len(observations)
         if self._stopped or not len(observations):
             return labels, self._stopped
+        with self._spending():
+            answered, noisy, votes = self._answer(observations)
+            # Stop at the first query that does not fit. (With the data-dependent basis a
+            # later state with a larger vote gap might still fit; answering it would pick
+            # queries by their private votes.)
+            stopped = answered < len(observations) or (
+                self._ledger.budget_basis == "data_independent"
+                and not self._affordable(num_queries=1)
+            )
+        if answered:
+            labels[:answered] = noisy
+            if self._track_agreement:
+                self._agreements += int(np.sum(noisy == plurality(votes)))
+        if stopped and self._journal is not None:
+            self._journal.append_update(stopped=True)
+        self._stopped = stopped
+        return labels, self._stopped
+
+    def _answer(self, observations: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+        """Record (write-ahead) and aggregate the affordable prefix of ``observations``.
+
+        Called inside ``_spending``: the affordable count, the owner's journal entry and the
+        trial's are decided and written while no other trial can spend.
+
+        Returns:
+            ``(answered, noisy labels of the answered states, their votes)``.
+
+        """
         ledger = self._ledger
         confident = ledger.aggregator == "confident_gnmax"
         noisy = flags = None
         if ledger.budget_basis == "data_independent":
             # The budget does not need the votes to decide: only states that will be
             # answered are shown to the teachers (Confident-GNMax: each assumed answered).
-            answered = ledger.affordable(num_queries=len(observations))
+            answered = self._affordable(num_queries=len(observations))
             votes = self._ensemble.votes(observations[:answered])
         else:
             votes = self._ensemble.votes(observations)
             if confident:  # its cost depends on which queries pass the threshold
                 noisy = self._aggregate(votes)
                 flags = noisy != UNLABELED
-            answered = ledger.affordable(votes, answered=flags)
+            answered = self._affordable(votes=votes, answered=flags)
             votes = votes[:answered]
-        if answered:
-            if confident:
-                # Which queries pass the threshold is part of what the ledger records, so
-                # the noise is drawn before the journal entry (nothing has left yet).
-                noisy = self._aggregate(votes) if noisy is None else noisy[:answered]
-                flags = noisy != UNLABELED
-            queries = ledger.queries(votes, answered=flags if confident else None)
-            if self._journal is not None:
-                # Write-ahead: the queries (votes and settings) are durable before any label
-                # of this batch can leave the labeler.
-                self._journal.append_release(queries)
-            ledger.record(queries)
-            if noisy is None:
-                noisy = self._aggregate(votes)
-            labels[:answered] = noisy
-            if self._track_agreement:
-                self._agreements += int(np.sum(noisy == plurality(votes)))
-        # Stop at the first query that does not fit. (With the data-dependent basis a
-        # later state with a larger vote gap might still fit; answering it would pick
-        # queries by their private votes.)
-        stopped = answered < len(observations) or (
-            ledger.budget_basis == "data_independent" and not ledger.affordable(num_queries=1)
+        if not answered:
+            return 0, np.zeros(0, dtype=np.int64), votes
+        if confident:
+            # Which queries pass the threshold is part of what the ledger records, so
+            # the noise is drawn before the journal entry (nothing has left yet).
+            noisy = self._aggregate(votes) if noisy is None else noisy[:answered]
+            flags = noisy != UNLABELED
+        queries = ledger.queries(votes, answered=flags if confident else None)
+        # Write-ahead: the queries (votes and settings) are durable, in the owner's journal
+        # and then the trial's, before any label of this batch can leave the labeler.
+        if self._owner is not None:
+            self._owner.append([queries], trial=self._trial)
+        if self._journal is not None:
+            self._journal.append_release(queries)
+        ledger.record(queries)
+        if noisy is None:
+            noisy = self._aggregate(votes)
+        return answered, noisy, votes
+
+    @contextlib.contextmanager
+    def _spending(self) -> Iterator[None]:
+        """Hold the owner's lock (in owner scope) while queries are checked and journaled."""
+        if self._owner is None:
+            yield
+            return
+        with self._owner.spending() as owner:
+            self._budgets = [self._ledger, owner]
+            try:
+                yield
+            finally:
+                self._budgets = [self._ledger]
+
+    def _affordable(self, votes: Any = None, **kwargs: Any) -> int:
+        """How many of the queries every budget (the trial's, the owner's) affords."""
+        return min(
+            (ledger.affordable(**kwargs) if votes is None else ledger.affordable(votes, **kwargs))
+            for ledger in self._budgets
         )
-        if stopped and self._journal is not None:
-            self._journal.append_update(stopped=True)
-        self._stopped = stopped
-        return labels, self._stopped
 
     def _aggregate(self, votes: np.ndarray) -> np.ndarray:
         """The ledger's aggregator on ``votes``: labels, ``UNLABELED`` where not answered."""
@@ -223,6 +293,7 @@ class PATELabeler:
             "budget_exhausted": float(self._stopped),
             "num_teachers": len(self._ensemble),
             "replayed_queries": self._replayed,
+            **self._owner_metrics(),
         }
         if self._track_agreement:
             answered = ledger.num_answered
@@ -230,6 +301,16 @@ class PATELabeler:
         if self._report_dependent:
             out["epsilon_data_dependent"] = ledger.epsilon
         return out
+
+    def _owner_metrics(self) -> dict[str, float]:
+        """The ensemble's totals over every trial and run (owner scope), else the trial's."""
+        ledger = self._ledger if self._owner is None else self._owner.refreshed()
+        assert isinstance(ledger, PATELedger)
+        return {
+            "owner_scope": float(self._owner is not None),
+            "owner_epsilon": ledger.epsilon_data_independent,
+            "owner_queries": ledger.num_queries,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-safe state: the ledger and the diagnostic counters."""

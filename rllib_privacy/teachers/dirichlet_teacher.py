@@ -32,8 +32,10 @@ checks are ``TeacherSettings`` (``teachers.settings``), what it hands out is a
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -42,6 +44,7 @@ from rllib_privacy.accounting.accountants import compose_basic
 from rllib_privacy.accounting.dirichlet import dirichlet_epsilon
 from rllib_privacy.accounting.events import DirichletAnswer, EpsilonDeltaRelease, PrivacyEvent
 from rllib_privacy.accounting.journal import ReplayJournal
+from rllib_privacy.accounting.owner_ledger import OwnerLedger
 from rllib_privacy.accounting.teacher_ledger import TeacherEvent, TeacherLedger
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
@@ -83,11 +86,27 @@ class DirichletTeacher:
             every change of the k schedule is journaled before it takes effect; records
             already in the file are replayed, so a restart continues the spent budget.
             Ignored for mechanism ``"none"`` (nothing private is spent).
+        owner_path: The data owner's ledger journal
+            (``rllib_privacy.accounting.owner_ledger.OwnerLedger``), or None
+            (budget scope ``trial``: this teacher's own ledger is the budget). With it,
+            every release is first reserved in the owner's ledger, under its file lock, so
+            every trial and run of the same teacher spends one budget.
+        owner_identity: The owner's identity (``owner_identity`` of the teacher checkpoint);
+            required with ``owner_path``.
+        trial: Who spends (the trial's name), written beside each release in the owner's
+            journal; None draws a random name.
 
     """
 
     def __init__(
-        self, module: Any, settings: TeacherSettings, *, journal_path: str | None = None
+        self,
+        module: Any,
+        settings: TeacherSettings,
+        *,
+        journal_path: str | None = None,
+        owner_path: str | None = None,
+        owner_identity: str | None = None,
+        trial: str | None = None,
     ) -> None:
         import gymnasium as gym
 
@@ -137,14 +156,32 @@ class DirichletTeacher:
                 legacy_defaults=self._mechanism(),
             )
             self._journal.replay_all(self)
+        self._trial = trial or uuid.uuid4().hex
+        self._owner: OwnerLedger | None = None
+        if owner_path is not None and settings.mechanism == "dirichlet":
+            if owner_identity is None:
+                raise ValueError("owner_identity is required with owner_path")
+            self._owner = OwnerLedger(
+                owner_path,
+                component=JOURNAL_COMPONENT,
+                identity=owner_identity,
+                ledger=self._new_ledger(),
+            )
 
     @classmethod
     def from_checkpoint(
-        cls, path: str, settings: TeacherSettings, *, journal_path: str | None = None
+        cls, path: str, settings: TeacherSettings, **journals: Any
     ) -> DirichletTeacher:
-        """Load the teacher's RLModule from a checkpoint path (see ``teachers.loading``)."""
+        """Load the teacher's RLModule from a checkpoint path (see ``teachers.loading``).
+
+        Args:
+            path: The teacher checkpoint.
+            settings: Mechanism and budget settings.
+            **journals: ``journal_path``, ``owner_path``, ``owner_identity``, ``trial``.
+
+        """
         module = load_teacher_module(resolve_teacher_checkpoint(path))
-        return cls(module, settings, journal_path=journal_path)
+        return cls(module, settings, **journals)
 
     # ---- what the student side may call -------------------------------------------
 
@@ -221,7 +258,13 @@ class DirichletTeacher:
                 # With the cache a rollout needs only its new codes, at most one per state,
                 # and requests are answered up to the budget: one more release must fit.
                 needed = 1 if self._cache is not None else int(expected_states)
-                if not self._ledger.can_afford(self._release(needed)):
+                release = self._release(needed)
+                budgets = (
+                    [self._ledger]
+                    if self._owner is None
+                    else [self._ledger, self._owner.refreshed()]
+                )
+                if not all(ledger.can_afford(release) for ledger in budgets):
                     self._stop()
         self._journal_schedule()
         return self.stats()
@@ -249,7 +292,11 @@ class DirichletTeacher:
             return TeacherAnswer(None, 0.0)
         if self._settings.mechanism == "dirichlet":
             release = self._release(count)
-            if not self._ledger.can_afford(release):
+            with self._spending() as budgets:
+                affordable = all(ledger.can_afford(release) for ledger in budgets)
+                if affordable:
+                    self._reserve(release)
+            if not affordable:
                 self._stop()
                 self._refused += count
                 return TeacherAnswer(None, 0.0)
@@ -298,14 +345,32 @@ class DirichletTeacher:
         """Whether cached answers are served: until k falls below ``min_k``."""
         return self._k >= self._settings.min_k
 
-    def _affordable(self, wanted: int) -> int:
-        """The most of ``wanted`` new releases at the current k that the budget allows."""
+    @contextlib.contextmanager
+    def _spending(self) -> Iterator[list[Any]]:
+        """The ledgers a release must fit, held for one check-then-reserve.
+
+        This teacher's own ledger; in owner scope also the owner's, under its file lock
+        and brought up to date with what other trials spent.
+        """
+        if self._owner is None:
+            yield [self._ledger]
+            return
+        with self._owner.spending() as owner:
+            yield [self._ledger, owner]
+
+    def _reserve(self, release: TeacherEvent) -> None:
+        """Journal ``release`` in the owner's ledger (inside ``_spending``; write-ahead)."""
+        if self._owner is not None and release.count:
+            self._owner.append([release], trial=self._trial)
+
+    def _affordable(self, wanted: int, budgets: list[Any]) -> int:
+        """The most of ``wanted`` new releases at the current k that every budget allows."""
         if self._settings.mechanism == "none":
             return wanted
         low, high = 0, wanted  # the spent ε and δ grow with the count: bisect
         while low < high:
             middle = (low + high + 1) // 2
-            if self._ledger.can_afford(self._release(middle)):
+            if all(ledger.can_afford(self._release(middle)) for ledger in budgets):
                 low = middle
             else:
                 high = middle - 1
@@ -331,7 +396,10 @@ class DirichletTeacher:
                 first_row[code] = row
         fresh = list(first_row.items()) if self._sharing else []
         if fresh:
-            affordable = self._affordable(len(fresh))
+            with self._spending() as budgets:
+                affordable = self._affordable(len(fresh), budgets)
+                if self._settings.mechanism == "dirichlet":
+                    self._reserve(self._release(affordable))
             if affordable < len(fresh):
                 self._stop()  # no more releases; this request still gets what was affordable
             fresh = fresh[:affordable]
@@ -401,6 +469,25 @@ class DirichletTeacher:
             "lipschitz": self.restricted_lipschitz,
             "replayed_releases": self._replayed,
             **self._basic_equivalent(),
+            **self._owner_stats(),
+        }
+
+    def _owner_stats(self) -> dict[str, float]:
+        """The owner's totals (every trial and run of this teacher), or the trial's own."""
+        if self._owner is None:
+            return {
+                "owner_scope": 0.0,
+                "owner_epsilon_spent": self._ledger.epsilon_spent,
+                "owner_delta_spent": self._ledger.delta_spent,
+                "owner_releases": self._ledger.releases,
+            }
+        owner = self._owner.refreshed()
+        epsilon, delta = owner.spent
+        return {
+            "owner_scope": 1.0,
+            "owner_epsilon_spent": epsilon,
+            "owner_delta_spent": delta,
+            "owner_releases": owner.releases,
         }
 
     def _basic_equivalent(self) -> dict[str, float]:

@@ -25,11 +25,11 @@ class TeacherServer(DirichletTeacher):
     Args:
         checkpoint: Teacher checkpoint path (see ``teachers.loading``).
         settings: ``TeacherSettings.to_dict()``.
+        **journals: ``journal_path``, ``owner_path``, ``owner_identity`` and ``trial``
+            (see ``DirichletTeacher``).
 
     """
 
-    def __init__(
-        self, checkpoint: str, settings: dict[str, Any], *, journal_path: str | None = None
-    ) -> None:
+    def __init__(self, checkpoint: str, settings: dict[str, Any], **journals: Any) -> None:
         module = load_teacher_module(resolve_teacher_checkpoint(checkpoint))
-        super().__init__(module, TeacherSettings.from_dict(settings), journal_path=journal_path)
+        super().__init__(module, TeacherSettings.from_dict(settings), **journals)

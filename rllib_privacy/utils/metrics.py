@@ -14,6 +14,11 @@ from typing import Any
 PRIVACY_EPSILON_SPENT = "privacy/epsilon_spent"
 PRIVACY_DELTA_SPENT = "privacy/delta_spent"
 PRIVACY_RELEASES = "privacy/releases"
+#: Data owners with one budget (docs/privacy-journal.md#owner-ledgers): ε of this trial's own
+#: releases; ``privacy/epsilon_spent`` is then the owner's, over every trial and run.
+PRIVACY_TRIAL_EPSILON_SPENT = "privacy/trial_epsilon_spent"
+#: 1 when each trial has its own budget (``*_budget_scope: trial``), 0 for the owner's.
+PRIVACY_BUDGET_PER_TRIAL = "privacy/budget_per_trial"
 
 # pate/...
 PATE_QUERIES = "pate/queries"

@@ -271,6 +271,8 @@ def _experiment(teacher: Path, budget: float) -> dict[str, Any]:
                 "teacher_tau": 0.001,
                 "teacher_vanishing_coefficient": 1.0,
                 "teacher_epsilon_budget": budget,
+                # The trial's own journal is under test.
+                "teacher_budget_scope": "trial",
                 # The test's budget arithmetic is n·ε (Theorem 1 per release).
                 "teacher_composition": "basic",
                 "teacher_delta_budget": 1.0,

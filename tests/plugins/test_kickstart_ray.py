@@ -50,6 +50,9 @@ def _student(teacher: Path, **training: Any) -> KickstartPPOConfig:
         "teacher_tau": 1e-3,
         "teacher_seed": 0,
         "teacher_epsilon_budget": math.inf,  # unless a test sets one (the default is 10)
+        # Each test's trial has its own budget: the module's tests share one teacher, and
+        # owner scope would carry spending (and budget settings) from test to test.
+        "teacher_budget_scope": "trial",
         "train_batch_size_per_learner": BATCH,
         "minibatch_size": 50,
         "num_epochs": 3,

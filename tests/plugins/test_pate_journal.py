@@ -179,6 +179,8 @@ def _experiment(teachers: list[str], budget: float) -> dict[str, Any]:
                 "pate_gamma": GAMMA,
                 "pate_delta": DELTA,
                 "pate_epsilon_budget": budget,
+                # The trial's own journal is under test (the module's tests share teachers).
+                "pate_budget_scope": "trial",
                 "pate_query_selection": "all",
                 "pate_queries_per_sample": QUERIES,
                 "train_batch_size_per_learner": 50,

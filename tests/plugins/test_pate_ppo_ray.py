@@ -39,6 +39,8 @@ def _config(teachers: list[str], num_env_runners: int) -> PATEPPOConfig:
             "teacher_checkpoints": teachers,
             "pate_gamma": 0.5,
             "pate_epsilon_budget": float("inf"),
+            # Each test's trial has its own budget: the module's tests share one ensemble.
+            "pate_budget_scope": "trial",
             "pate_max_queries": 150,
             "pate_query_selection": "all",
             "pate_queries_per_sample": None,

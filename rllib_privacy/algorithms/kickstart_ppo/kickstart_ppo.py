@@ -31,6 +31,7 @@ from ray.rllib.utils.metrics import (
 )
 from typing_extensions import Self
 
+from rllib_privacy.accounting.owner_ledger import check_budget_scope, owner_ledger_args
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import (
@@ -53,9 +54,11 @@ from rllib_privacy.teachers import (
 )
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.journaling import (
+    RestartGuard,
     algorithm_journal_path,
     check_journal_dir,
     same_node_strategy,
+    trial_name,
 )
 
 #: Top-level result keys, first in every result (Tune's progress table shows them).
@@ -109,7 +112,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     """
 
     CONFIG_GROUPS = {
-        "teacher": ("teacher_checkpoint", *_TEACHER_FIELDS),
+        "teacher": ("teacher_checkpoint", *_TEACHER_FIELDS, "teacher_budget_scope"),
         "kickstart": (
             "kickstart_coeff",
             "kickstart_lambda",
@@ -131,6 +134,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         self.teacher_checkpoint: str | None = None
         for attribute, field in _TEACHER_FIELDS.items():
             setattr(self, attribute, getattr(defaults, field))
+        self.teacher_budget_scope = "owner"
         loss_defaults = KickstartLossSettings()
         self.kickstart_coeff = loss_defaults.coeff
         self.kickstart_lambda = loss_defaults.lam
@@ -162,6 +166,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         teacher_seed: int | None = NotProvided,
         teacher_secure_mode: bool = NotProvided,
         teacher_cache_bits: int = NotProvided,
+        teacher_budget_scope: str = NotProvided,
     ) -> Self:
         """Sets the teacher: which one, its Dirichlet mechanism and its budget.
 
@@ -197,6 +202,11 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             teacher_cache_bits: 0 (no cache) or the SimHash code length of the teacher's
                 answer cache: one release per state code, reused for free for later states
                 with that code; requests are then answered up to the budget.
+            teacher_budget_scope: ``owner`` (default): the teacher's budget belongs to its
+                private data, one ledger beside the teacher checkpoint that every trial,
+                sweep and run of this teacher spends from (docs/privacy-journal.md#owner-
+                ledgers); ``trial``: each trial has its own budget (simulation sweeps whose
+                trials stand for independent deployments).
 
         Returns:
             This updated config.
@@ -282,6 +292,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         if settings.seed is not None and settings.mechanism != "none":
             warn_fixed_seed("teacher_seed", secure_mode=settings.secure_mode)
         check_journal_dir(self.privacy_journal_dir)
+        check_budget_scope("teacher_budget_scope", self.teacher_budget_scope)
         if self.teacher_checkpoint is None:
             raise PrivacyConfigError(
                 "teacher_checkpoint is required: the path of a trained teacher (RLlib "
@@ -342,8 +353,22 @@ class KickstartPPO(PPO):
         journal = algorithm_journal_path(
             self, config.privacy_journal_dir, component=JOURNAL_COMPONENT
         )
+        owner: dict[str, str] = {}
+        if config.teacher_budget_scope == "owner" and settings.mechanism == "dirichlet":
+            # The budget belongs to the teacher's data: one ledger per teacher checkpoint
+            # (by content), beside it, shared by every trial and run that queries it.
+            owner = owner_ledger_args([checkpoint], folder=checkpoint, component=JOURNAL_COMPONENT)
+        self._restart_guard = RestartGuard.before_open(
+            journal, component=JOURNAL_COMPONENT, owner_ledger=owner.get("owner_path")
+        )
         self._teacher = TeacherClient(
-            actor_cls.remote(checkpoint, settings.to_dict(), journal_path=str(journal))
+            actor_cls.remote(
+                checkpoint,
+                settings.to_dict(),
+                journal_path=str(journal),
+                trial=trial_name(self),
+                **owner,
+            )
         )
         teacher_obs, teacher_act = self._teacher.spaces()
         student_obs, student_act = self._student_spaces()
@@ -370,6 +395,8 @@ class KickstartPPO(PPO):
     @override(PPO)
     def training_step(self) -> None:
         """Starts the teacher's rollout (k decay, budget check), then one PPO iteration."""
+        if self._private:
+            self._restart_guard.check(self)
         self._teacher.start_rollout(expected_states=self.config.total_train_batch_size)
         before = self._teacher.stats()
         super().training_step()
@@ -394,17 +421,21 @@ class KickstartPPO(PPO):
         if not math.isnan(teacher["stopped_at_rollout"]):
             values[keys.KICKSTART_TEACHER_STOPPED_AT] = teacher["stopped_at_rollout"]
         if self._private:
+            # The headline ε is the data owner's: in owner scope what every trial and run of
+            # this teacher spent together, in trial scope this trial's own.
             values.update(
                 {
-                    keys.PRIVACY_EPSILON_SPENT: teacher["epsilon_spent"],
-                    keys.PRIVACY_DELTA_SPENT: teacher["delta_spent"],
+                    keys.PRIVACY_EPSILON_SPENT: teacher["owner_epsilon_spent"],
+                    keys.PRIVACY_DELTA_SPENT: teacher["owner_delta_spent"],
+                    keys.PRIVACY_TRIAL_EPSILON_SPENT: teacher["epsilon_spent"],
+                    keys.PRIVACY_BUDGET_PER_TRIAL: 1.0 - teacher["owner_scope"],
                     keys.PRIVACY_RELEASES: teacher["releases"],
                     keys.PRIVACY_RELEASES_REPLAYED: teacher["replayed_releases"],
                     keys.KICKSTART_EPSILON_PER_RELEASE: teacher["epsilon_per_release"],
                     keys.KICKSTART_DELTA_PER_RELEASE: teacher["delta_per_release"],
                     keys.KICKSTART_EPSILON_BASIC: teacher["epsilon_basic"],
                     keys.KICKSTART_DELTA_BASIC: teacher["delta_basic"],
-                    "teacher_epsilon_spent": teacher["epsilon_spent"],
+                    "teacher_epsilon_spent": teacher["owner_epsilon_spent"],
                 }
             )
         for learner_key, result_key in (
@@ -443,6 +474,7 @@ class KickstartPPO(PPO):
         super().set_state(state)
         if "kickstart_teacher" in state:
             self._teacher.set_state(state["kickstart_teacher"])
+            self._restart_guard.restored()
 
     @override(Algorithm)
     def cleanup(self) -> None:

@@ -53,7 +53,7 @@ from rllib_privacy.envs.cartpole_gravity import (
 )
 from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.utils import metrics as keys
-from rllib_privacy.utils.journaling import algorithm_journal_path
+from rllib_privacy.utils.journaling import RestartGuard, algorithm_journal_path
 
 _REQUEST_TAG = "ldp_submit"
 #: Component name of LDPA3C's privacy journal (``<journal dir>/ldp_a3c.jsonl``).
@@ -177,7 +177,13 @@ class LDPA3C(Algorithm):
         )
         # A trial that crashed before its first checkpoint restarts from scratch in the same
         # trial dir: its releases are in the journal, its updates are lost.
-        if self._journal.replay_all(self):
+        replayed = self._journal.replay_all(self)
+        self._restart_guard = RestartGuard(
+            component=JOURNAL_COMPONENT,
+            journal=self._journal.path,
+            journal_had_releases=replayed > 0,
+        )
+        if replayed:
             logger.warning(
                 "LDPA3C: replayed %d releases from the privacy journal %s (their updates "
                 "were lost with the crash; the spent budget is kept)",
@@ -242,6 +248,7 @@ class LDPA3C(Algorithm):
     @override(Algorithm)
     def training_step(self) -> None:
         """Collects ``aggregator_submissions_per_iteration`` submissions, updating θ as B fills."""
+        self._restart_guard.check(self)
         start, start_submissions = time.perf_counter(), self._scores.submissions
         target = start_submissions + self.config.aggregator_submissions_per_iteration
         group = self.env_runner_group
@@ -513,6 +520,7 @@ class LDPA3C(Algorithm):
             self._requests_sent, self._requests_answered = self._in_flight(), 0
             self._replayed = int(aggregator.get("releases_replayed", 0))
             self._journal.after_restore(aggregator.get("journal"), self)
+            self._restart_guard.restored()
         self._weights = self._on_learner(_flat_weights)
 
     @override(Algorithm)

@@ -21,6 +21,7 @@ Where things live:
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -33,6 +34,7 @@ from typing_extensions import Self
 
 from rllib_privacy._validation import check_choice
 from rllib_privacy.accounting import PATELedger
+from rllib_privacy.accounting.owner_ledger import check_budget_scope, owner_ledger_args
 from rllib_privacy.accounting.pate_ledger import AGGREGATORS, BUDGET_BASES
 from rllib_privacy.algorithms.config_keys import GroupedConfigMixin, JournalPrivacyMixin
 from rllib_privacy.callbacks.pate_labeling import (
@@ -46,8 +48,10 @@ from rllib_privacy.pate.ensemble import resolve_teacher_checkpoints
 from rllib_privacy.pate.labeler import JOURNAL_COMPONENT, create_labeler_actor
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.journaling import (
+    RestartGuard,
     algorithm_journal_path,
     check_journal_dir,
+    trial_name,
 )
 
 #: Result keys copied to the top level, in this order (Tune's table shows the first ones).
@@ -80,6 +84,7 @@ PATE_DEFAULTS: dict[str, Any] = {
     "pate_log_label_agreement": False,
     "pate_log_data_dependent_epsilon": False,
     "pate_secure_mode": False,
+    "pate_budget_scope": "owner",
     "privacy_journal_dir": None,
 }
 
@@ -148,6 +153,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         pate_log_label_agreement: bool = NotProvided,
         pate_log_data_dependent_epsilon: bool = NotProvided,
         pate_secure_mode: bool = NotProvided,
+        pate_budget_scope: str = NotProvided,
     ) -> Self:
         """Sets the teacher ensemble, its noisy-max labels, their budget and their loss.
 
@@ -179,6 +185,11 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             pate_log_data_dependent_epsilon: Report the NON-PRIVATE un-noised data-dependent ε.
             pate_secure_mode: Floating-point-safe vote noise (OpenDP, OS entropy); the seed
                 then does not drive the labels' noise.
+            pate_budget_scope: ``owner`` (default): the budget belongs to the teachers'
+                private partitions, one ledger beside the teacher checkpoints that every
+                trial, sweep and run of this ensemble spends from
+                (docs/privacy-journal.md#owner-ledgers); ``trial``: each trial has its own
+                budget (simulation sweeps whose trials stand for independent deployments).
 
         Returns:
             This updated config.
@@ -257,6 +268,7 @@ class PATEPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
                 "pate_label_replay_size > 0 or pate_label_sgd_steps: 0"
             )
         check_journal_dir(self.privacy_journal_dir)
+        check_budget_scope("pate_budget_scope", self.pate_budget_scope)
         for key in ("pate_log_label_agreement", "pate_log_data_dependent_epsilon",
                     "pate_secure_mode"):  # fmt: skip
             if not isinstance(getattr(self, key), bool):
@@ -394,6 +406,19 @@ class PATEPPO(PPO):
         journal = algorithm_journal_path(
             self, config.privacy_journal_dir, component=JOURNAL_COMPONENT
         )
+        owner: dict[str, str] = {}
+        if config.pate_budget_scope == "owner":
+            # The budget belongs to the teachers' partitions: one ledger per ensemble (the
+            # teachers' files, in order), beside them, shared by every trial and run.
+            owner = owner_ledger_args(
+                teacher_dirs,
+                folder=os.path.commonpath([str(p) for p in teacher_dirs]),
+                component=JOURNAL_COMPONENT,
+                extra={"num_teachers": len(teacher_dirs)},
+            )
+        self._restart_guard = RestartGuard.before_open(
+            journal, component=JOURNAL_COMPONENT, owner_ledger=owner.get("owner_path")
+        )
         self._labeler = create_labeler_actor(
             teacher_dirs=[str(p) for p in teacher_dirs],
             observation_space=observation_space,
@@ -404,6 +429,8 @@ class PATEPPO(PPO):
             report_data_dependent_epsilon=config.pate_log_data_dependent_epsilon,
             secure_mode=config.pate_secure_mode,
             journal_path=str(journal),
+            trial=trial_name(self),
+            **owner,
         )
         self._share_labeler()
 
@@ -421,6 +448,7 @@ class PATEPPO(PPO):
         import ray
 
         self._share_labeler()
+        self._restart_guard.check(self)
         super().training_step()
         pate = ray.get(self._labeler.metrics.remote())
         # Everything here is publishable: the data-independent ε is a function of the
@@ -436,7 +464,11 @@ class PATEPPO(PPO):
             keys.PATE_EPSILON_DATA_INDEPENDENT: pate["epsilon_data_independent"],
             keys.PATE_BUDGET_EXHAUSTED: pate["budget_exhausted"],
             keys.PATE_NUM_TEACHERS: pate["num_teachers"],
-            keys.PRIVACY_EPSILON_SPENT: pate["epsilon_data_independent"],
+            # The headline ε is the data owner's: in owner scope what every trial and run of
+            # these teachers spent together, in trial scope this trial's own.
+            keys.PRIVACY_EPSILON_SPENT: pate["owner_epsilon"],
+            keys.PRIVACY_TRIAL_EPSILON_SPENT: pate["epsilon_data_independent"],
+            keys.PRIVACY_BUDGET_PER_TRIAL: 1.0 - pate["owner_scope"],
             keys.PRIVACY_DELTA_SPENT: pate["delta"],
             keys.PRIVACY_RELEASES: pate["queries"],
             keys.PRIVACY_RELEASES_REPLAYED: pate["replayed_queries"],
@@ -478,6 +510,7 @@ class PATEPPO(PPO):
                     state["pate_labeler"], journal_marker=state.get("pate_labeler_journal")
                 )
             )
+            self._restart_guard.restored()
 
     @override(Algorithm)
     def cleanup(self) -> None:
