@@ -30,6 +30,7 @@ are read through one translation table
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -76,6 +77,11 @@ logger = logging.getLogger(__name__)
 
 #: Name of the journal folder inside a run's log dir.
 JOURNAL_DIR_NAME = "privacy_journal"
+
+#: Fault injection for tests of a full disk: with this variable set to N, every write of a
+#: journal that already holds N records fails with ``OSError(ENOSPC)``, in every process
+#: that inherits the environment (Ray workers included). Unset in normal use.
+FULL_DISK_AFTER_ENV = "RLLIB_PRIVACY_TEST_JOURNAL_FULL_AFTER"
 
 
 class PrivacyJournalError(RuntimeError):
@@ -322,6 +328,9 @@ class PrivacyJournal:
             lines.append(text.encode() + b"\n")
         if not lines:
             return self.last_seq
+        full_after = os.environ.get(FULL_DISK_AFTER_ENV)
+        if full_after is not None and self._count >= int(full_after):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self._path))
         self._file.write(b"".join(lines))
         self._file.flush()
         os.fsync(self._file.fileno())

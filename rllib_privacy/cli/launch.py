@@ -7,11 +7,11 @@ import os
 import socket
 import sys
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rllib_privacy.cli.common import EXIT_TRIAL_ERROR, EXIT_USAGE, logger
 from rllib_privacy.cli.scheduler import SchedulerSpec
-from rllib_privacy.cli.summary import Outcome, report, trial_counts
+from rllib_privacy.cli.summary import Outcome, last_line, report, trial_counts
 
 if TYPE_CHECKING:
     from rllib_privacy import experiments as exps
@@ -201,6 +201,89 @@ def unschedulable(exp: exps.Experiment, has_gpus: bool, cluster: dict[str, float
     return ""
 
 
+#: Files every complete RLlib Algorithm checkpoint holds (written by ``save_to_path``).
+CHECKPOINT_FILES = ("rllib_checkpoint.json", "class_and_ctor_args.pkl", "algorithm_state.pkl")
+
+
+def newest_complete_checkpoint(checkpoint: str) -> str:
+    """The newest complete ``checkpoint_NNNNNN`` folder beside ``checkpoint`` (or itself).
+
+    ``--resume`` promises the latest checkpoint, but Tune restores the one its experiment
+    state names, and that state is saved on a timer: a run killed after writing
+    ``checkpoint_000003`` and ``000004`` but before the next state save resumed from
+    ``000002`` and repeated two checkpoints' iterations. Complete: every file of
+    ``CHECKPOINT_FILES`` is there and not empty (a kill while Tune copied it leaves some
+    out).
+    """
+    parent, name = os.path.split(os.path.normpath(checkpoint))
+    if not name.startswith("checkpoint_") or not os.path.isdir(parent):
+        return checkpoint
+    # Tune's names are zero-padded (checkpoint_000004): their order is the numbers'.
+    candidates = sorted(
+        (entry for entry in os.listdir(parent) if entry.startswith("checkpoint_")), reverse=True
+    )
+    for entry in candidates:
+        path = os.path.join(parent, entry)
+        if entry >= name and _is_complete(path):
+            return path
+    return checkpoint
+
+
+def _is_complete(path: str) -> bool:
+    return all(
+        os.path.isfile(file) and os.path.getsize(file) > 0
+        for file in (os.path.join(path, f) for f in CHECKPOINT_FILES)
+    )
+
+
+def newest_checkpoints(experiment_path: str) -> dict[str, str]:
+    """{trial folder: its newest complete checkpoint's name} under a local experiment."""
+    if "://" in experiment_path or not os.path.isdir(experiment_path):
+        return {}
+    found = {}
+    for trial in sorted(os.listdir(experiment_path)):
+        trial_dir = os.path.join(experiment_path, trial)
+        if not os.path.isdir(trial_dir):
+            continue
+        names = [e for e in os.listdir(trial_dir) if e.startswith("checkpoint_")]
+        if names:
+            newest = newest_complete_checkpoint(os.path.join(trial_dir, min(names)))
+            if _is_complete(newest):
+                found[trial_dir] = os.path.basename(newest)
+    return found
+
+
+def restore_from_newest_checkpoint(run: str) -> None:
+    """Register ``run`` again so that a restored trial loads its newest complete checkpoint.
+
+    A subclass of the registered Algorithm whose ``restore`` swaps the checkpoint Tune
+    chose for `newest_complete_checkpoint`; RLlib's ``set_state`` then restores that
+    checkpoint's own training iteration, so no iteration is repeated.
+    """
+    from ray.tune.registry import get_trainable_cls, register_trainable
+
+    base = get_trainable_cls(run)
+    register_trainable(run, newest_checkpoint_trainable(base))
+
+
+def newest_checkpoint_trainable(base: Any) -> type:
+    """``base`` with a ``restore`` that takes the newest complete checkpoint (same name)."""
+
+    def restore(self: Any, checkpoint_path: Any) -> Any:
+        from ray import tune
+
+        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)
+        path = checkpoint if isinstance(checkpoint, str) else getattr(checkpoint, "path", None)
+        if isinstance(path, str) and os.path.isdir(path):
+            newest = newest_complete_checkpoint(path)
+            if newest != os.path.normpath(path):
+                logger.warning("restoring from %s, the newest complete checkpoint", newest)
+                return base.restore(self, tune.Checkpoint.from_directory(newest))
+        return base.restore(self, checkpoint_path)
+
+    return type(base.__name__, (base,), {"restore": restore, "__module__": base.__module__})
+
+
 def run_experiment(
     exp: exps.Experiment,
     has_gpus: bool,
@@ -226,6 +309,9 @@ def run_experiment(
     # With --resume, an experiment with nothing saved was reported before Ray started.
     if args.resume and tune.Tuner.can_restore(exp.path):
         logger.info("resuming experiment %r from %s", exp.name, exp.path)
+        restore_from_newest_checkpoint(exp.run)
+        for trial_dir, newest in newest_checkpoints(exp.path).items():
+            print(f"notice: --resume: {os.path.basename(trial_dir)} continues from {newest}")
         tuner = tune.Tuner.restore(
             exp.path, trainable=exp.run, resume_unfinished=True, resume_errored=True
         )
@@ -249,6 +335,10 @@ def run_experiment(
         )
     try:
         grid = tuner.fit()
+        return Outcome(exp, grid, interrupted=trial_counts(grid)[2] > 0)
     except KeyboardInterrupt:  # A second Ctrl-C skips Tune's graceful shutdown.
         return Outcome(exp, interrupted=True)
-    return Outcome(exp, grid, interrupted=trial_counts(grid)[2] > 0)
+    except Exception as e:  # noqa: BLE001 - Tune itself failed; the summary still comes
+        # E.g. on a full disk Tune writes an empty error.pkl, and reading the results back
+        # raises `EOFError: Ran out of input`; the trials' own errors are in error.txt.
+        return Outcome(exp, failure=f"{type(e).__name__}: {last_line(e)}")

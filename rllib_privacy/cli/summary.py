@@ -63,11 +63,14 @@ class Outcome:
         experiment: The experiment.
         grid: Tune's ``ResultGrid``; None when interrupted before it returned.
         interrupted: Whether Ctrl-C stopped it (some trial did not finish).
+        failure: Why Tune itself failed (``Type: message``) before returning results,
+            or None.
     """
 
     experiment: exps.Experiment
     grid: Any = None
     interrupted: bool = False
+    failure: str | None = None
 
 
 def trial_counts(grid: Any) -> tuple[int, int, int]:
@@ -123,6 +126,11 @@ def print_summary(outcome: Outcome) -> bool:
     """Print one experiment's summary; return whether any of its trials errored."""
     exp, grid = outcome.experiment, outcome.grid
     print(f"\nExperiment {exp.name!r}: {exp.path}")
+    if grid is None and outcome.failure is not None:
+        print(f"  Tune failed before returning its results: {outcome.failure}")
+        for trial_dir, error in trial_errors(exp.path):
+            print(f"  errored: {trial_dir}: {error} (see error.txt there)")
+        return True
     if grid is None:
         print("  interrupted before Tune returned its results")
         return False
@@ -139,6 +147,26 @@ def print_summary(outcome: Outcome) -> bool:
         if best.checkpoint is not None:
             print(f"  checkpoint: {best.checkpoint.path}")
     return errored > 0
+
+
+def trial_errors(experiment_path: str) -> list[tuple[str, str]]:
+    """``(trial folder, last line of its error.txt)`` for each trial that wrote one.
+
+    Read from the files, not Tune's results: used when Tune could not return those (a
+    full disk leaves its pickled errors empty, the text ones still name the cause).
+    """
+    if "://" in experiment_path or not os.path.isdir(experiment_path):
+        return []
+    found = []
+    for name in sorted(os.listdir(experiment_path)):
+        path = os.path.join(experiment_path, name, "error.txt")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        found.append((os.path.join(experiment_path, name), last_line(RuntimeError(text))))
+    return found
 
 
 def tensorboard_command(experiment_paths: list[str]) -> str:
