@@ -351,7 +351,9 @@ class LDPA3C(Algorithm):
         if reason is None:
             return None
         self._rejected += 1
-        logger.warning("LDPA3C: refused a report: %s", reason)
+        # The first ten, then one in a thousand: a flood of bad reports must not flood the log.
+        if self._rejected <= 10 or self._rejected % 1000 == 0:
+            logger.warning("LDPA3C: refused report #%d: %s", self._rejected, reason)
         charges = rejected_charges(
             submission,
             mechanism=self._mechanism,
