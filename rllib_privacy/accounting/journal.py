@@ -78,6 +78,10 @@ logger = logging.getLogger(__name__)
 #: Name of the journal folder inside a run's log dir.
 JOURNAL_DIR_NAME = "privacy_journal"
 
+#: Appended to a journal's file name for the file that records its repairs (one JSON line
+#: per torn last line dropped when the journal was opened).
+REPAIRED_SUFFIX = ".repaired"
+
 #: Fault injection for tests of a full disk: with this variable set to N, every write of a
 #: journal that already holds N records fails with ``OSError(ENOSPC)``, in every process
 #: that inherits the environment (Ray workers included). Unset in normal use.
@@ -238,7 +242,29 @@ class PrivacyJournal:
                 handle.truncate(keep_bytes)
                 handle.flush()
                 os.fsync(handle.fileno())
+            self._note_repair(len(data) - keep_bytes, len(records))
         return records
+
+    def _note_repair(self, dropped_bytes: int, kept_records: int) -> None:
+        """Say that a torn last line was dropped: a warning, and a line in ``REPAIRED_SUFFIX``.
+
+        The repair happens where the journal is opened (a Ray worker, whose log the
+        ``rllib`` command shows only with ``-v``); the file beside the journal lets the
+        command name the repair in its summary.
+        """
+        logger.warning(
+            "privacy journal %s ended in a torn line (a crash mid-append): %d bytes dropped, "
+            "%d records kept",
+            self._path,
+            dropped_bytes,
+            kept_records,
+        )
+        note = {"time": time.time(), "dropped_bytes": dropped_bytes, "records": kept_records}
+        try:
+            with open(f"{self._path}{REPAIRED_SUFFIX}", "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(note) + "\n")
+        except OSError:  # The warning above still says it; a full disk must not stop here.
+            pass
 
     # ------------------------------------------------------------------ queries
 

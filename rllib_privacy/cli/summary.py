@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
+import json
 import os
 import shlex
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from rllib_privacy.cli.common import EXIT_INTERRUPTED, EXIT_OK, EXIT_TRIAL_ERROR
@@ -146,7 +149,48 @@ def print_summary(outcome: Outcome) -> bool:
         print(f"  best trial: {os.path.basename(best.path)}" + (f": {shown}" if shown else ""))
         if best.checkpoint is not None:
             print(f"  checkpoint: {best.checkpoint.path}")
+    for notice in journal_repairs(exp.path):
+        print(f"  notice: {notice}")
     return errored > 0
+
+
+#: When this command started: journal repairs noted earlier belong to earlier runs.
+_STARTED = time.time()
+
+
+def journal_repairs(experiment_path: str, since: float | None = None) -> list[str]:
+    """One notice per privacy journal of the experiment repaired since ``since``.
+
+    A journal opened after a crash drops its torn last line (a release that was being
+    written, never applied) and notes it beside itself
+    (``rllib_privacy.accounting.journal.REPAIRED_SUFFIX``); the worker's own warning is
+    only shown with ``-v``.
+
+    Args:
+        experiment_path: The experiment's folder (trial folders below it).
+        since: Oldest repair to report (default: when this command started).
+    """
+    from rllib_privacy.accounting.journal import JOURNAL_DIR_NAME, REPAIRED_SUFFIX
+
+    if "://" in experiment_path:
+        return []
+    since = _STARTED if since is None else since
+    pattern = os.path.join(glob.escape(experiment_path), "*", JOURNAL_DIR_NAME, "*")
+    notices = []
+    for marker in sorted(glob.glob(pattern + REPAIRED_SUFFIX)):
+        try:
+            with open(marker, encoding="utf-8") as f:
+                notes = [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError):
+            continue
+        for note in notes:
+            if note.get("time", 0) >= since:
+                notices.append(
+                    f"privacy journal {marker[: -len(REPAIRED_SUFFIX)]} ended in a torn line "
+                    f"(a crash mid-append): {note.get('dropped_bytes')} bytes dropped, "
+                    f"{note.get('records')} records kept"
+                )
+    return notices
 
 
 def trial_errors(experiment_path: str) -> list[tuple[str, str]]:
