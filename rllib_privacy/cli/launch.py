@@ -305,6 +305,7 @@ def run_experiment(
 
     from rllib_privacy.cli.tune_output import tune_callbacks
     from rllib_privacy.utils.progress import progress_callback
+    from rllib_privacy.utils.tensorboard_layout import privacy_layout_callback
 
     # With --resume, an experiment with nothing saved was reported before Ray started.
     if args.resume and tune.Tuner.can_restore(exp.path):
@@ -329,8 +330,9 @@ def run_experiment(
                 stop=exp.stop,
                 checkpoint_config=tune.CheckpointConfig(**exp.checkpoint_config),
                 verbose=min(1 + args.verbose, 3),
-                # Our loggers: Tune's own would print a second TensorBoard command.
-                callbacks=[progress_callback(), *tune_callbacks()],
+                # Our loggers: Tune's own would print a second TensorBoard command. The
+                # layout opens TensorBoard's custom scalars on the privacy figures.
+                callbacks=[progress_callback(), *tune_callbacks(), privacy_layout_callback()],
             ),
         )
     try:
