@@ -142,6 +142,13 @@ def print_summary(outcome: Outcome) -> bool:
     for result in grid:
         if result.error is not None:
             print(f"  errored: {result.path}: {last_line(result.error)} (see error.txt there)")
+    idle = [(result, why) for result in grid if (why := did_nothing(result))]
+    for result, why in idle:
+        print(
+            f"  did nothing: {result.path}: finished with {why}; its workers failed (their "
+            "logs show with -v)"
+        )
+    errored += len(idle)
     best = best_result(grid)
     if best is not None:
         values = headline_values(best.metrics)
@@ -191,6 +198,28 @@ def journal_repairs(experiment_path: str, since: float | None = None) -> list[st
                     f"{note.get('records')} records kept"
                 )
     return notices
+
+
+#: Counters of work done: a finished trial reporting 0 for one of them did nothing.
+WORK_COUNTERS = (metric_keys.LDP_SUBMISSIONS, "num_env_steps_sampled_lifetime")
+
+
+def did_nothing(result: Any) -> str:
+    """``"<counter> = 0"`` for a finished trial that did no work, else ``""``.
+
+    A trial whose every worker failed (e.g. an update that overflowed in each) can still
+    reach its stop criterion and finish without an error: it must not count as a success.
+    """
+    from ray.tune.utils import flatten_dict
+
+    metrics = result.metrics or {}
+    if result.error is not None or not metrics.get("done"):
+        return ""
+    flat = flatten_dict(metrics, delimiter="/")
+    for key in WORK_COUNTERS:
+        if key in flat:
+            return f"{key} = 0" if flat[key] == 0 else ""
+    return ""
 
 
 def trial_errors(experiment_path: str) -> list[tuple[str, str]]:

@@ -82,3 +82,19 @@ def test_full_disk_during_a_run_names_the_error_in_the_summary(tmp_path):
     errored = [line for line in done.stdout.splitlines() if "errored: " in line]
     assert errored and "No space left on device" in errored[0], done.stdout
     assert "EOFError" not in done.stdout + done.stderr
+
+
+def test_a_finished_trial_that_did_nothing_is_a_failure(capsys):
+    from types import SimpleNamespace
+
+    from rllib_privacy.cli.summary import Outcome, print_summary
+
+    def result(path: str, submissions: int) -> SimpleNamespace:
+        metrics = {"done": True, "training_iteration": 3, "ldp": {"submissions": submissions}}
+        return SimpleNamespace(path=path, metrics=metrics, error=None, checkpoint=None)
+
+    exp = SimpleNamespace(name="ldp", path="/results/ldp")
+    assert print_summary(Outcome(exp, [result("/results/ldp/a", 0)])) is True
+    out = capsys.readouterr().out
+    assert "did nothing: /results/ldp/a: finished with ldp/submissions = 0" in out
+    assert print_summary(Outcome(exp, [result("/results/ldp/b", 512)])) is False
