@@ -38,6 +38,9 @@ HEADLINE_METRICS = (
     metric_keys.PRIVACY_DELTA_SPENT,
     metric_keys.PRIVACY_EPSILON_SHUFFLED,
     metric_keys.LDP_SOLVED_AT,
+    # The solved criterion's value when it fired and its window (LDPA3C).
+    metric_keys.LDP_SOLVED_SCORE,
+    metric_keys.LDP_SCORE_WINDOW,
     metric_keys.LDP_EVAL_RETURN_MEAN,
     # Reports refused by LDPA3C's output-set check: shown only when some were.
     metric_keys.LDP_REJECTED_SUBMISSIONS,
@@ -154,6 +157,9 @@ def print_summary(outcome: Outcome) -> bool:
         values = headline_values(best.metrics)
         shown = ", ".join(f"{k}={format_number(v)}" for k, v in values.items())
         print(f"  best trial: {os.path.basename(best.path)}" + (f": {shown}" if shown else ""))
+        note = score_note(best.metrics)
+        if note:
+            print(f"  {note}")
         if best.checkpoint is not None:
             print(f"  checkpoint: {best.checkpoint.path}")
     for notice in journal_repairs(exp.path):
@@ -309,6 +315,30 @@ def best_result(grid: Any) -> Any:
     if scored:
         return max(scored, key=lambda pair: pair[0])[1]
     return with_metrics[0] if with_metrics else None
+
+
+def score_note(result_metrics: dict[str, Any]) -> str | None:
+    """What an LDPA3C result's scores are: private (in ε) or public (the paper's), or None.
+
+    ``episode_return_mean`` is the mean of the last ``ldp/score_window`` scores when the
+    run ended; ``ldp/solved_score`` the mean of the window that met the solved criterion.
+    """
+    from ray.tune.utils import flatten_dict
+
+    flat = flatten_dict(result_metrics, delimiter="/")
+    private = flat.get(metric_keys.LDP_SCORE_PRIVATE)
+    if not isinstance(private, int | float) or isinstance(private, bool):
+        return None
+    window = flat.get(metric_keys.LDP_SCORE_WINDOW)
+    last = f"the last {int(window):,}" if isinstance(window, int | float) else "the last"
+    if private:
+        what = "private (one bit per submission, debiased; counted in ε per agent)"
+    else:
+        what = "PUBLIC (the paper's setting: sent in the clear, not counted in ε)"
+    return (
+        f"scores: {what}; episode_return_mean = mean of {last} scores at the end, "
+        "ldp/solved_score = mean of the window that solved"
+    )
 
 
 def headline_values(result_metrics: dict[str, Any]) -> dict[str, Any]:

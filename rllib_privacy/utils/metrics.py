@@ -46,8 +46,14 @@ LDP_UPDATES = "ldp/updates"
 LDP_SUBMISSIONS_PER_SECOND = "ldp/submissions_per_second"
 LDP_EXPLORATION_ALPHA = "ldp/exploration_alpha"
 LDP_GRADIENT_L1_NORM = "ldp/raw_gradient_l1_norm_mean"
-#: Submissions when the mean score of the last 100 submissions first reached the target.
+#: Submissions when the mean (debiased) score of the solved window first reached the target.
 LDP_SOLVED_AT = "ldp/solved_at"
+#: The solved criterion's value when it fired: the (debiased) mean of the window that solved.
+LDP_SOLVED_SCORE = "ldp/solved_score"
+#: Scores in that window (``ldp/score_mean`` is the mean of the last this many).
+LDP_SCORE_WINDOW = "ldp/score_window"
+#: 1 when the scores left the agents privatized (counted in ε), 0 when public (the paper's).
+LDP_SCORE_PRIVATE = "ldp/score_private"
 #: 0/1, always present (a Tune stop key); ``ldp/solved_at`` exists only once reached.
 LDP_SOLVED = "ldp/solved"
 #: Mean return of greedy evaluation episodes of the current weights (all gravities).

@@ -22,9 +22,14 @@ def progress_line(trial_name: str, result: dict[str, Any]) -> str | None:
         trial_name: Shown at the start of the line.
         result: A Tune result dict (nested, as the trainable reports it).
 
+    ``score(n)`` is the mean score of the last n submissions (debiased when the scores are
+    private). Once solved, the line ends with the window that solved and ITS mean (the
+    criterion's value when it fired, ``ldp/solved_score``), which the current ``score(n)``
+    need not equal: with public scores the window slides on after it fired.
+
     Returns:
-        e.g. ``[LDPA3C_00000] iter 3 | submissions 32,768 | score(100) 172.4 | eps/agent 5 |
-        2,950 subm/s | eval 199.1``.
+        e.g. ``[LDPA3C_00000] iter 3 | submissions 32,768 | score(65,536) 172.4 | eps/agent 5
+        | 2,950 subm/s | eval 199.1``, or ending ``| solved at 196,608: score(65,536) 196.4``.
 
     """
     ldp = result.get("ldp")
@@ -32,9 +37,11 @@ def progress_line(trial_name: str, result: dict[str, Any]) -> str | None:
         return None
     parts = [f"iter {result.get('training_iteration', '?')}"]
     parts.append(f"submissions {int(ldp['submissions']):,}")
+    # Results written before the window was configurable used 100.
+    window = int(_number(ldp.get("score_window")) or 100)
     score = _number(ldp.get("score_mean"))
     if score is not None and not math.isnan(score):
-        parts.append(f"score(100) {score:.1f}")
+        parts.append(f"score({window:,}) {score:.1f}")
     epsilon = _number(ldp.get("epsilon_per_agent"))
     if epsilon is not None:
         parts.append(f"eps/agent {epsilon:g}")
@@ -46,7 +53,9 @@ def progress_line(trial_name: str, result: dict[str, Any]) -> str | None:
         parts.append(f"eval {evaluation:.1f}")
     solved_at = _number(ldp.get("solved_at"))
     if solved_at is not None:
-        parts.append(f"solved at {int(solved_at):,}")
+        solved_score = _number(ldp.get("solved_score"))
+        criterion = "" if solved_score is None else f": score({window:,}) {solved_score:.1f}"
+        parts.append(f"solved at {int(solved_at):,}{criterion}")
     return f"[{trial_name}] " + " | ".join(parts)
 
 

@@ -517,7 +517,10 @@ def test_laplace_default_clip_is_unchanged() -> None:
     # A rename must not change what an untouched config does.
     config = LDPA3CConfig()
     assert config.effective_clip == 0.01 and config.effective_max_buffer == 1
-    assert config.get_gradient_mechanism().epsilon == 1.0
+    # ε = 1 per agent in all: the default private score takes 0.2 of it.
+    score = config.get_score_mechanism()
+    assert score is not None
+    assert config.get_gradient_mechanism().epsilon + score.epsilon == 1.0
     assert math.isclose(config.privacy_shuffle_delta, 1e-6)
 
 

@@ -115,6 +115,8 @@ def test_env_runner_crash_loses_no_update_and_applies_nothing_twice(
             submissions_per_iteration=10,
             privacy_journal_dir=str(tmp_path / "journal"),
         )
+        # One release per submission (public score): the crash accounting below.
+        .privacy(privacy_score_mechanism="public")
     )
     algo = config.build_algo()
     try:
@@ -180,6 +182,8 @@ def _tiny_yaml(path: pathlib.Path) -> None:
         "    max_buffer: 3\n"
         "    num_env_runners: 0\n"
         "    submissions_per_iteration: 5\n"
+        # One release per submission (public score): the exact accounting below.
+        "    privacy_score_mechanism: public\n"
         "    seed: 0\n"
     )
 
@@ -304,7 +308,10 @@ def _totals(algo: LDPA3C) -> tuple[Any, ...]:
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_session")
 class TestLDPA3CJournal(JournaledComponentContract):
-    """The journaled-component contract for LDPA3C's aggregator (one iteration: 6 releases)."""
+    """The journaled-component contract for LDPA3C's aggregator.
+
+    One iteration: 6 submissions, 12 releases (each a gradient and a private score).
+    """
 
     component = JOURNAL_COMPONENT
     # Every local agent is fresh: the budget is per agent, and no run-level one runs out.
@@ -351,22 +358,25 @@ class TestLDPA3CJournal(JournaledComponentContract):
         algo = self.make(tmp_path)
         algo.train()
         algo.save_to_path(str(checkpoint))
-        algo.train()  # 6 releases after the checkpoint, then "the crash"
+        algo.train()  # 6 submissions (12 releases) after the checkpoint, then "the crash"
         ledger_at_crash = algo._ledger.state_dict()
-        # Same journal, no checkpoint (a trial restarted from scratch): everything is replayed.
+        # Same journal, no checkpoint (a trial restarted from scratch): everything is replayed,
+        # gradient and score releases alike; each submission is scored once.
         again = self.make(tmp_path)
-        assert _totals(again) == (ledger_at_crash, 12, 0, 12)
-        # Restoring the checkpoint replays only the 6 releases made after it; their updates
+        assert _totals(again) == (ledger_at_crash, 12, 0, 24)
+        assert again._ledger.releases_by_mechanism == {"laplace": 12, "one_bit": 12}
+        # Restoring the checkpoint replays only the 12 releases made after it; their updates
         # rolled back with θ.
         again.restore_from_path(str(checkpoint))
-        assert _totals(again) == (ledger_at_crash, 12, 6, 6)
+        assert _totals(again) == (ledger_at_crash, 12, 6, 12)
         assert again._weights_version == 6 // 4 and len(again._buffer) == 6 % 4
         result = again.train()
-        assert result["privacy"]["releases"] == 18
+        assert result["privacy"]["releases"] == 36
         assert result["ldp"]["submissions_dropped"] == 6
-        assert result["privacy"]["releases_replayed_from_journal"] == 6
+        assert result["privacy"]["releases_replayed_from_journal"] == 12
+        assert result["epsilon_per_agent"] == pytest.approx(1.0)
         # This folder's journal alone reproduces the totals (the updates are not in it).
         replayed = self.make(tmp_path)
         ledger, submissions, applied, count = _totals(replayed)
         assert (ledger, submissions) == _totals(again)[:2]
-        assert count == 18 and applied == 0
+        assert count == 36 and applied == 0

@@ -452,6 +452,9 @@ def test_rounds_submissions_agents_gravities_scores_and_steps(
         episodes_per_submission=k,
         agents_per_env_runner=num_agents,
     )
+    # The paper's public score: the clear score and length are checked below (the
+    # private score's fields: tests/plugins/test_ldp_a3c_private_scores.py).
+    config.privacy(privacy_score_mechanism="public")
     recorder = _Recorder(monkeypatch)
     fleet = _fleet(config, _module(), num_agents)
     calls = [10, 10, 3, 8]

@@ -45,6 +45,9 @@ def _config(*, num_env_runners: int = 1, **training: Any) -> LDPA3CConfig:
         LDPA3CConfig(algo_class=RecordingLDPA3C)
         .env_runners(num_env_runners=num_env_runners)
         .training(**settings)
+        # The paper's public score: these tests check clear scores and the 100-window
+        # (private scores: tests/plugins/test_ldp_a3c_private_scores.py).
+        .privacy(privacy_score_mechanism="public")
         .debugging(seed=0)
     )
 

@@ -41,16 +41,20 @@ def test_aggregator_receives_only_noisy_gradients_and_scalars(ray_session) -> No
         received = algo.received
         assert len(received) >= 20
         fields = {"agent_id", "gradient", "epsilon", "mechanism", "score", "env_steps"}
+        fields |= {"score_mechanism", "score_epsilon"}
         for item in received:
             assert type(item) is GradientSubmission
             assert set(vars(item)) == fields | {"weights_version", "agent_sequence"}
             assert item.gradient.shape == (PAPER_DIM,) and item.gradient.dtype == np.float32
-            assert item.epsilon == 1.0 and item.mechanism == "laplace"
-            assert isinstance(item.score, float) and isinstance(item.env_steps, int)
+            assert item.mechanism == "laplace" and item.score_mechanism == "one_bit"
+            # ε = 1 per agent for everything it sends: 0.8 gradient, 0.2 score.
+            assert item.epsilon + item.score_epsilon == pytest.approx(1.0)
+            # The score is one private bit; the episode length is not sent.
+            assert item.score in (0.0, 1.0) and item.env_steps == 0
         # Every submission is a fresh agent; the run's LDP guarantee is ε per agent.
         assert len({item.agent_id for item in received}) == len(received)
         assert result["epsilon_per_agent"] == pytest.approx(1.0)
-        assert result["privacy"]["releases"] == len(received)
+        assert result["privacy"]["releases"] == 2 * len(received)  # gradient and score
         # Laplace noise of scale C/ε = 0.01 dominates a gradient clipped to L1 <= 0.005.
         l1 = np.array([np.abs(item.gradient).sum() for item in received])
         assert l1.mean() > 0.5 * PAPER_DIM * 0.01
@@ -83,15 +87,17 @@ def test_checkpoint_restores_ledger_buffer_scores_and_weights(ray_session, tmp_p
         # Everything but the journal position (the restored run writes its own journal).
         assert state.pop("journal") != saved_state.pop("journal")
         assert state == saved_state
-        assert restored._ledger.releases == saved_submissions
+        assert restored._ledger.releases == 2 * saved_submissions  # gradient and score
         assert len(restored._buffer) == saved_submissions % 7
         np.testing.assert_array_equal(restored._weights, weights)
         result = restored.train()
         # The spent budget and the submission count continue; they never reset.
         assert result["submissions"] >= saved_submissions + 20
-        assert result["privacy"]["releases"] == result["submissions"]
+        assert result["privacy"]["releases"] == 2 * result["submissions"]
         assert result["epsilon_per_agent"] == pytest.approx(2.0)
-        assert result["num_env_steps_sampled_lifetime"] > state["scores"]["env_steps"]
+        # Estimated from the debiased scores: the count never goes down.
+        counted = state["scores"]["env_steps_counted"]
+        assert result["num_env_steps_sampled_lifetime"] >= counted
     finally:
         restored.stop()
 
@@ -144,7 +150,7 @@ def test_multi_round_agents_keep_their_gravity_and_split_epsilon(ray_session) ->
         algo.stop()
     assert len(agents) == 12 and len(set(agents)) == 4
     assert all(agents.count(a) == 3 for a in set(agents))
-    assert all(item.epsilon == pytest.approx(1.0) for item in algo.received)
+    assert all(item.total_epsilon == pytest.approx(1.0) for item in algo.received)
     # Sequential composition: 3 releases of ε/3 each = ε per agent, never more.
     assert result["epsilon_per_agent"] == pytest.approx(3.0)
     assert runner._agents[0].pinned_options["gravity"] in (9.7, 9.8, 9.9)
@@ -155,6 +161,8 @@ def test_lr_schedule_follows_env_steps(ray_session) -> None:
         LDPA3CConfig()
         .env_runners(num_env_runners=0)
         .training(submissions_per_iteration=30, lr=[[0, 0.05], [100_000, 0.0]])
+        # Exact env steps (a private score's are an estimate, noisy over 30 submissions).
+        .privacy(privacy_score_mechanism="public")
     )
     algo = config.build_algo()
     try:

@@ -55,14 +55,22 @@ def test_paper_defaults() -> None:
         0.01,
     )
     assert config.effective_clip == 0.01 and config.effective_max_buffer == 1
-    prs = LDPA3CConfig().privacy(privacy_mechanism="prs", privacy_epsilon=5.0)
+    # The paper sends the score in the clear: its gradient gets the whole ε.
+    prs = LDPA3CConfig().privacy(
+        privacy_mechanism="prs", privacy_epsilon=5.0, privacy_score_mechanism="public"
+    )
     assert prs.effective_clip == 1.0 and prs.effective_max_buffer == 100
     assert prs.get_gradient_mechanism().reduced_dim_for(112) == 2
+    # By default the score is private too and takes its share of ε.
+    assert config.privacy_score_mechanism == "one_bit"
 
 
 def test_multi_round_agents_split_epsilon() -> None:
-    mechanism = LDPA3CConfig().privacy(privacy_epsilon=6.0).agents(agents_submissions_per_agent=3)
-    assert mechanism.get_gradient_mechanism().epsilon_per_release == pytest.approx(2.0)
+    config = LDPA3CConfig().privacy(privacy_epsilon=6.0).agents(agents_submissions_per_agent=3)
+    # Each of the 3 submissions spends 2.0: 80% on the gradient, 20% on the score.
+    assert config.get_gradient_mechanism().epsilon_per_release == pytest.approx(1.6)
+    score = config.get_score_mechanism()
+    assert score is not None and score.epsilon == pytest.approx(0.4)
 
 
 def test_infinite_epsilon_is_the_non_private_baseline() -> None:

@@ -23,6 +23,7 @@ import torch
 from ray.rllib.core.columns import Columns
 
 from rllib_privacy.algorithms.ldp_a3c.attacks import poison_rows
+from rllib_privacy.algorithms.ldp_a3c.score_release import score_fields
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.algorithms.ldp_a3c.torch.ldp_a3c_torch_learner import a3c_loss_parts
 from rllib_privacy.envs.cartpole_gravity import CartPoleGravityVectorEnv
@@ -231,6 +232,8 @@ class AgentFleet:
         )
         self._slots: list[FleetAgent | None] = [None] * num_agents
         self._mechanism: GradientMechanism = config.get_gradient_mechanism()
+        # None: the score leaves in the clear (the paper's setting).
+        self._score_mechanism = config.get_score_mechanism()
         self._wrapper = _PolicyAndValue(module)
         names = [name for name, _ in self._wrapper.named_parameters()]
         self._per_agent_gradients = torch.func.vmap(
@@ -341,7 +344,8 @@ class AgentFleet:
         if config.privacy_zero_signal_control:
             # The no-signal control: what the mechanism's noise alone does to θ.
             gradients = np.zeros_like(gradients)
-        released = self._mechanism.privatize_rows(gradients, self._noise_rng())
+        noise = self._noise_rng()
+        released = self._mechanism.privatize_rows(gradients, noise)
         released = poison_rows(
             gradients,
             np.asarray(released, dtype=np.float32),
@@ -351,6 +355,8 @@ class AgentFleet:
         )
         scores = np.mean([e.lengths[:count] for e in episodes], axis=0)
         steps = np.sum([e.lengths[:count] for e in episodes], axis=0)
+        # Each agent's score is privatized here, with its own draw: no clear score leaves.
+        score_fields_ = score_fields(self._score_mechanism, scores, steps, noise)
         epsilon = float(self._mechanism.epsilon_per_release)
         for i, agent in enumerate(agents):
             agent.submissions += 1
@@ -359,10 +365,9 @@ class AgentFleet:
                 gradient=released[i],
                 epsilon=epsilon,
                 mechanism=self._mechanism.name,
-                score=float(scores[i]),
-                env_steps=int(steps[i]),
                 weights_version=int(weights_version),
                 agent_sequence=agent.submissions,
+                **score_fields_[i],
             )
 
     def _training_tensors(

@@ -111,9 +111,27 @@ def _journal_extras(submission: GradientSubmission) -> dict[str, Any]:
         "id": submission.submission_id,
         "agent_sequence": submission.agent_sequence,
         "score": submission.score,
+        "score_mechanism": submission.score_mechanism,
         "env_steps": submission.env_steps,
         "weights_version": submission.weights_version,
     }
+
+
+def _releases(submission: GradientSubmission) -> list[tuple[LDPReport, dict[str, Any]]]:
+    """A submission's releases with their journal extras: its gradient, and its score if private.
+
+    A private score is a release of its own (``score_epsilon``, its mechanism's name): the
+    ledger and the journal count both, so an agent's ε covers everything it sends.
+    """
+    releases = [(_report(submission), _journal_extras(submission))]
+    if submission.score_is_private:
+        score = LDPReport(
+            agent_id=submission.agent_id,
+            epsilon=submission.score_epsilon,
+            mechanism=submission.score_mechanism,
+        )
+        releases.append((score, {"id": f"{submission.submission_id}/score", "release": "score"}))
+    return releases
 
 
 class LDPA3C(Algorithm):
@@ -152,7 +170,7 @@ class LDPA3C(Algorithm):
             if config.is_private
             else math.inf
         )
-        self._scores = ScoreTracker(config.scoring_fst_target_score)
+        self._scores = ScoreTracker.for_config(config)
         self._mechanism = config.get_gradient_mechanism()
         # Fault accounting (see docs/privacy-journal.md).
         self._applied = 0  # gradients that went into the buffer in this θ's history
@@ -221,7 +239,12 @@ class LDPA3C(Algorithm):
             # A refused report was charged, never scored or applied.
             self._rejected += 1
             return
-        self._scores.add(float(extras["score"]), int(extras["env_steps"]))
+        if "score" in extras:  # a submission's score release is scored with its gradient's
+            self._scores.add_release(
+                float(extras["score"]),
+                int(extras["env_steps"]),
+                str(extras.get("score_mechanism", "public")),  # absent before private scores
+            )
 
     def _on_learner(self, func: Any, **kwargs: Any) -> Any:
         """Runs ``func(learner, **kwargs)`` on the aggregator's one learner."""
@@ -293,7 +316,7 @@ class LDPA3C(Algorithm):
             if self._validate(submission) is not None:
                 continue
             agent = submission.agent_id
-            recorded = self._ledger.releases_of(agent) + pending.get(agent, 0)
+            recorded = self._ledger.releases_of(agent, submission.mechanism) + pending.get(agent, 0)
             # An agent numbers its submissions 1, 2, ... in order, so a number that is not
             # above the count already recorded was delivered before.
             if submission.agent_sequence <= recorded:
@@ -301,7 +324,7 @@ class LDPA3C(Algorithm):
                 continue
             # Checked before anything is journaled or applied; earlier releases of the same
             # agent in this batch count too.
-            pending_epsilon[agent] = pending_epsilon.get(agent, 0.0) + submission.epsilon
+            pending_epsilon[agent] = pending_epsilon.get(agent, 0.0) + submission.total_epsilon
             pending_report = LDPReport(
                 agent_id=agent, epsilon=pending_epsilon[agent], mechanism=submission.mechanism
             )
@@ -316,10 +339,13 @@ class LDPA3C(Algorithm):
             fresh.append(submission)
         # Write-ahead: the releases are durable before any of them touches θ, so a crash
         # from here on can only over-count the budget, never forget it.
-        self._journal.extend_releases((_report(s), _journal_extras(s)) for s in fresh)
+        self._journal.extend_releases(r for s in fresh for r in _releases(s))
         for submission in fresh:
-            self._ledger.record(_report(submission))
-            self._scores.add(submission.score, submission.env_steps)
+            for report, _ in _releases(submission):
+                self._ledger.record(report)
+            self._scores.add_release(
+                submission.score, submission.env_steps, submission.score_mechanism
+            )
             self._applied += 1
             mean_gradient = self._buffer.add(submission.gradient)
             if mean_gradient is not None:
@@ -375,7 +401,8 @@ class LDPA3C(Algorithm):
             initial=self.config.agents_exploration_alpha,
             zero_at=self.config.agents_exploration_alpha_zero_at,
         )
-        recent = float(np.mean(scores.recent)) if scores.recent else math.nan
+        # The mean of the solved criterion's window (debiased when the scores are private).
+        recent = scores.score_mean
         values = {
             "score_mean": recent,
             "submissions_per_second": submissions_per_second,
@@ -384,6 +411,8 @@ class LDPA3C(Algorithm):
             "submissions": scores.submissions,
             keys.LDP_SUBMISSIONS: scores.submissions,
             keys.LDP_SCORE_MEAN: recent,
+            keys.LDP_SCORE_WINDOW: scores.solved_window,
+            keys.LDP_SCORE_PRIVATE: float(scores.mechanism is not None),
             keys.LDP_SCORE_MOVING_MEAN: scores.moving_mean,
             keys.LDP_EPSILON_PER_AGENT: ledger.max_epsilon_spent,
             keys.LDP_NOISE_SCALE: self._mechanism.noise_scale(self._weights.size),
@@ -416,6 +445,8 @@ class LDPA3C(Algorithm):
         if scores.solved_at is not None:
             values["solved_at"] = scores.solved_at
             values[keys.LDP_SOLVED_AT] = scores.solved_at
+        if scores.solved_score is not None:
+            values[keys.LDP_SOLVED_SCORE] = scores.solved_score
         values.update(self._evaluation_metrics())
         values.update(self._shuffled_epsilon_metrics())
         for key, value in values.items():

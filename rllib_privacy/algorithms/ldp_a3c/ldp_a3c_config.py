@@ -27,11 +27,12 @@ from rllib_privacy.algorithms.config_keys import (
 )
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import ROBUST_AGGREGATIONS
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import LDPA3CEnvRunner
+from rllib_privacy.algorithms.ldp_a3c.score_tracker import SOLVED_WINDOW, private_solved_window
 from rllib_privacy.envs import CARTPOLE_GRAVITY_ENV_ID
 from rllib_privacy.envs.cartpole_gravity import validate_positive_choices
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.exploration import ExplorationSpec
-from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism
+from rllib_privacy.mechanisms import MECHANISM_NAMES, GradientMechanism, OneBitMechanism
 from rllib_privacy.mechanisms.secure_noise import warn_fixed_seed
 from rllib_privacy.utils.journaling import check_journal_dir
 
@@ -48,6 +49,8 @@ L2_MECHANISMS = ("privunitg", "privunit2")
 #: Gravities of the greedy evaluation that no local agent trains on (default).
 DEFAULT_HELDOUT_GRAVITIES = (9.6, 9.75, 9.85, 10.0)
 ACTION_SELECTIONS = ("epsilon_argmax", "sample")
+#: ``privacy_score_mechanism`` choices (``public``: the paper's score in the clear).
+SCORE_MECHANISMS = ("one_bit", "public")
 AGGREGATOR_OPTIMIZERS = ("sgd", "adam")
 #: Where a local agent's visit counts live (``count_exploration_scope``).
 COUNT_EXPLORATION_SCOPES = ("agent", "env_runner")
@@ -87,6 +90,9 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             "privacy_debias",
             "privacy_secure_mode",
             "privacy_zero_signal_control",
+            "privacy_score_mechanism",
+            "privacy_score_epsilon_share",
+            "privacy_score_range",
             "privacy_shuffle_delta",
             "privacy_journal_dir",
         ),
@@ -113,6 +119,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             "scoring_fst_target_score",
             "scoring_eval_episodes",
             "scoring_eval_heldout_gravities",
+            "scoring_solved_window",
         ),
         "count_exploration": COUNT_EXPLORATION_KEYS,
     }
@@ -172,6 +179,11 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self.privacy_debias = False
         self.privacy_secure_mode = False
         self.privacy_zero_signal_control = False
+        # Everything an agent sends is private by default (the paper sent the score in
+        # the clear: `public`); the score takes this share of the agent's ε.
+        self.privacy_score_mechanism = "one_bit"
+        self.privacy_score_epsilon_share = 0.2
+        self.privacy_score_range: list[float] = [0.0, 200.0]
         self.privacy_shuffle_delta = 1e-6
         self.privacy_journal_dir: str | None = None
         self.agents_per_env_runner = 1
@@ -193,6 +205,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self.scoring_fst_target_score = 195.0
         self.scoring_eval_episodes = 100
         self.scoring_eval_heldout_gravities: list[float] = list(DEFAULT_HELDOUT_GRAVITIES)
+        self.scoring_solved_window: int | None = None
         # Count-based exploration bonus of the local agents (off unless a dict is given).
         self.count_exploration_config: dict[str, Any] | None = None
         self.count_exploration_scope = "agent"
@@ -239,6 +252,9 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         privacy_debias: bool = NotProvided,
         privacy_secure_mode: bool = NotProvided,
         privacy_zero_signal_control: bool = NotProvided,
+        privacy_score_mechanism: str = NotProvided,
+        privacy_score_epsilon_share: float = NotProvided,
+        privacy_score_range: list[float] = NotProvided,
         privacy_shuffle_delta: float = NotProvided,
         privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
     ) -> Self:
@@ -259,6 +275,13 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 OS entropy); the seed then does not drive the noise. Same ε.
             privacy_zero_signal_control: Replace every gradient by zeros before the
                 mechanism: a no-signal control that shows what the noise alone does.
+            privacy_score_mechanism: ``one_bit`` (Duchi et al.'s one-bit mechanism: the
+                score leaves only privatized, debiased at the aggregator) or ``public``
+                (the paper's setting: the score in the clear, outside ε).
+            privacy_score_epsilon_share: Share of each submission's ε the private score
+                takes (the gradient gets the rest), in (0, 1).
+            privacy_score_range: ``[low, high]`` the score is clipped to before its
+                release (CartPole-v0: ``[0, 200]``).
             privacy_shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a
                 trusted shuffler of each buffer of |B| reports would give (Feldman,
                 McMillan & Talwar 2021).
@@ -360,6 +383,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         scoring_fst_target_score: float = NotProvided,
         scoring_eval_episodes: int = NotProvided,
         scoring_eval_heldout_gravities: float | list[float] = NotProvided,
+        scoring_solved_window: int | None = NotProvided,
     ) -> Self:
         """Sets how a run is scored: the paper's FST and a greedy evaluation.
 
@@ -369,6 +393,10 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 iteration (``ldp/eval_return_mean``), half on the training gravities and
                 half on ``scoring_eval_heldout_gravities``; 0 = off. CartPoleGravity only.
             scoring_eval_heldout_gravities: Gravities no local agent trains on.
+            scoring_solved_window: Scores in the window of ``ldp/solved``; ``None`` = 100
+                with public scores, else the smallest window whose check fires with
+                probability ≤ 1% when the true mean is 10 below the target
+                (``private_solved_window``), rounded up to whole iterations.
 
         Returns:
             This updated config.
@@ -564,13 +592,53 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         """False for the non-private baseline (mechanism none or ε = ∞)."""
         return self.privacy_mechanism != "none" and math.isfinite(float(self.privacy_epsilon))
 
+    @property
+    def score_is_private(self) -> bool:
+        """Whether scores leave the agents privatized (a private run, score not public)."""
+        return self.is_private and self.privacy_score_mechanism != "public"
+
+    @property
+    def score_epsilon_share(self) -> float:
+        """Share of a submission's ε its score takes (0 when the score is public)."""
+        return float(self.privacy_score_epsilon_share) if self.score_is_private else 0.0
+
+    def get_score_mechanism(self) -> OneBitMechanism | None:
+        """The score's mechanism (share·ε/T per release), or None when the score is public."""
+        if not self.score_is_private:
+            return None
+        low, high = (float(v) for v in self.privacy_score_range)
+        return OneBitMechanism(
+            epsilon=float(self.privacy_epsilon)
+            / self.agents_submissions_per_agent
+            * self.score_epsilon_share,
+            low=low,
+            high=high,
+            secure_mode=self.privacy_secure_mode,
+        )
+
+    @property
+    def effective_solved_window(self) -> int:
+        """Window of ``ldp/solved``: ``scoring_solved_window`` or its default."""
+        if self.scoring_solved_window is not None:
+            return int(self.scoring_solved_window)
+        mechanism = self.get_score_mechanism()
+        if mechanism is None:
+            return SOLVED_WINDOW
+        return private_solved_window(
+            mechanism, multiple_of=self.aggregator_submissions_per_iteration
+        )
+
     def get_gradient_mechanism(self) -> GradientMechanism:
         """The mechanism one submission uses (ε/T per release)."""
         if not self.is_private:
             return GradientMechanism(name="none", epsilon=math.inf, clip=self.effective_clip)
         return GradientMechanism(
             name=self.privacy_mechanism,
-            epsilon=float(self.privacy_epsilon) / self.agents_submissions_per_agent,
+            # The private score takes its share; the gradient the rest (sequential
+            # composition: ε per report in all).
+            epsilon=float(self.privacy_epsilon)
+            / self.agents_submissions_per_agent
+            * (1.0 - self.score_epsilon_share),
             clip=self.effective_clip,
             reduced_dim=self.privacy_reduced_dim,
             debias=self.privacy_debias,
@@ -613,6 +681,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self._validate_untrusted_agents()
         self._validate_mechanism_options()
         self._validate_loss()
+        self._validate_scores()
         check_journal_dir(self.privacy_journal_dir)
         if self.num_learners > 1:
             raise PrivacyConfigError(
@@ -709,6 +778,36 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 "config key 'privacy_debias' only applies to privacy_mechanism 'prs', "
                 f"got {mechanism!r}"
             )
+
+    def _validate_scores(self) -> None:
+        """The score mechanism, its ε share and range, and the solved window."""
+        check_choice(
+            "config key 'privacy_score_mechanism'",
+            self.privacy_score_mechanism,
+            SCORE_MECHANISMS,
+            error=PrivacyConfigError,
+        )
+        share = self.privacy_score_epsilon_share
+        _check_number("privacy_score_epsilon_share", share, low=0.0)
+        if not float(share) < 1.0:
+            raise PrivacyConfigError(
+                f"config key 'privacy_score_epsilon_share' must be > 0 and < 1 (the "
+                f"gradient needs the rest of the agent's epsilon), got {share!r}"
+            )
+        bounds = self.privacy_score_range
+        if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+            raise PrivacyConfigError(
+                f"config key 'privacy_score_range' must be a list [low, high], got {bounds!r}"
+            )
+        low = _check_number("privacy_score_range", bounds[0], low=-math.inf)
+        high = _check_number("privacy_score_range", bounds[1], low=-math.inf)
+        if not low < high:
+            raise PrivacyConfigError(
+                f"config key 'privacy_score_range' must be [low, high] with low < high, "
+                f"got {list(bounds)!r}"
+            )
+        if self.scoring_solved_window is not None:
+            _check_int("scoring_solved_window", self.scoring_solved_window, low=1)
 
     def _validate_loss(self) -> None:
         """The learning rate, the loss weights, the exploration schedule and Θ."""

@@ -22,6 +22,7 @@ from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_learner import (
     VALUE_TARGETS,
     discounted_value_targets,
 )
+from rllib_privacy.algorithms.ldp_a3c.score_release import score_fields
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.connectors.count_bonus import observation_info
 from rllib_privacy.exploration import CountBasedExploration
@@ -101,6 +102,8 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         )
         self._agents: list[_LocalAgent | None] = []
         self._fleet: AgentFleet | None = None
+        # None: the score leaves in the clear (the paper's setting).
+        self._score_mechanism = self.config.get_score_mechanism()
 
     def _learner(self) -> Learner:
         if self._local_learner is None:
@@ -353,14 +356,17 @@ class LDPA3CEnvRunner(SingleAgentEnvRunner):
         )
         # The mechanism the learner just applied (built once and cached there).
         mechanism = learner.gradient_mechanism_for_module(DEFAULT_MODULE_ID, self.config)
+        # The score is privatized here, from the agent's own noise stream.
+        (fields,) = score_fields(
+            self._score_mechanism, np.array([score]), np.array([env_steps]), agent.noise_rng
+        )
         agent.submissions += 1
         return GradientSubmission(
             agent_id=agent.agent_id,
             gradient=flat.detach().cpu().numpy().astype(np.float32),
             epsilon=float(mechanism.epsilon_per_release),
             mechanism=mechanism.name,
-            score=float(score),
-            env_steps=int(env_steps),
             weights_version=int(weights_version),
             agent_sequence=agent.submissions,
+            **fields,
         )
