@@ -75,6 +75,10 @@ class Arm:
         """
         config = dict(base_config)
         config["privacy_mechanism"] = self.mechanism
+        if self.is_paper_base:
+            # The paper's setting: the score in the clear, outside ε (its FST, a mean of 10
+            # scores, means nothing on private scores).
+            config.setdefault("privacy_score_mechanism", "public")
         if self.zero_signal_control:
             config["privacy_zero_signal_control"] = True
         if self.is_paper_base or int(config.get("agents_per_env_runner", 1) or 1) == 1:

@@ -188,6 +188,7 @@ def test_arms_defaults_and_config_construction(bench) -> None:
     assert paper == {
         "env": "E",
         "privacy_mechanism": "laplace",
+        "privacy_score_mechanism": "public",
         "privacy_zero_signal_control": True,
         "agents_per_env_runner": 32,
         "aggregator_submissions_per_request": 32,
