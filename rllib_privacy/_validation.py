@@ -45,6 +45,7 @@ __all__ = [
     "check_int_in_range",
     "check_normal_epsilon",
     "closest",
+    "needs_normal_float",
     "decode_inf",
     "describe",
     "did_you_mean",
@@ -348,6 +349,16 @@ def _torch_float64() -> Any:
 #: The smallest normal float64 (``sys.float_info.min``): a smaller ε > 0 is subnormal.
 SMALLEST_NORMAL_EPSILON = sys.float_info.min
 
+#: Privacy parameters besides the ``*epsilon*`` keys that must not be subnormal: the
+#: Dirichlet mechanism's concentration k (``k = 1e-320`` makes every sample NaN) and PATE's
+#: Gaussian noise σ (its ε ~ 1/σ² overflows).
+NORMAL_FLOAT_KEYS = ("teacher_k", "teacher_min_k", "pate_gnmax_sigma", "pate_confident_sigma")
+
+
+def needs_normal_float(key: str) -> bool:
+    """Whether config key ``key`` is an ε or another parameter `check_normal_epsilon` covers."""
+    return "epsilon" in key or key in NORMAL_FLOAT_KEYS
+
 
 def check_normal_epsilon(name: str, value: float) -> None:
     """Raise if ``value`` is a finite ε in (0, ``SMALLEST_NORMAL_EPSILON``).
@@ -366,6 +377,6 @@ def check_normal_epsilon(name: str, value: float) -> None:
     if 0.0 < value < SMALLEST_NORMAL_EPSILON:
         raise ValueError(
             f"{name} is {value!r}, a subnormal float: no mechanism can be computed with it "
-            f"in float64 (ε/T and the noise scale underflow or overflow); the smallest "
-            f"meaningful value is {SMALLEST_NORMAL_EPSILON:.3g}"
+            f"in float64 (its shares underflow to 0 or its noise scale overflows); the "
+            f"smallest meaningful value is {SMALLEST_NORMAL_EPSILON:.3g}"
         )

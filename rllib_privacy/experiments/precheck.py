@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rllib_privacy._validation import check_normal_epsilon, did_you_mean
+from rllib_privacy._validation import check_normal_epsilon, did_you_mean, needs_normal_float
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
 from rllib_privacy.experiments.key_table import AlgorithmKeys, algorithm_keys, load_table
 from rllib_privacy.experiments.parse import check_experiment_shape
@@ -102,7 +102,7 @@ def _check_config(config: Mapping[str, Any], keys: AlgorithmKeys, label: str) ->
                 raise PrivacyConfigError(
                     f"{label}config key {key!r} must be {_KIND_TEXT[kind]}, got {one!r}"
                 )
-            if kind == "number" and "epsilon" in key and isinstance(one, int | float):
+            if kind == "number" and needs_normal_float(key) and isinstance(one, int | float):
                 try:
                     check_normal_epsilon(f"{label}config key {key!r}", float(one))
                 except ValueError as e:

@@ -22,7 +22,12 @@ import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rllib_privacy._validation import check_normal_epsilon, describe, did_you_mean
+from rllib_privacy._validation import (
+    check_normal_epsilon,
+    describe,
+    did_you_mean,
+    needs_normal_float,
+)
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.experiments.spec import (
     ExperimentDraft,
@@ -284,7 +289,11 @@ def _validate_epsilon_floors(config: Any, variant: Mapping[str, Any]) -> None:
     from rllib_privacy.mechanisms.floors import gradient_epsilon_floor
 
     for key, value in variant.items():
-        if "epsilon" in str(key) and isinstance(value, int | float) and not isinstance(value, bool):
+        if (
+            needs_normal_float(str(key))
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ):
             check_normal_epsilon(f"config key {key!r}", float(value))
     get_mechanism = getattr(config, "get_gradient_mechanism", None)
     if not callable(get_mechanism):

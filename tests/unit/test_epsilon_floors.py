@@ -56,3 +56,20 @@ def test_at_the_floor_a_release_is_finite_and_below_it_the_scale_overflows(name,
 def test_prs_without_debiasing_has_only_the_normal_float_floor():
     assert gradient_epsilon_floor("prs", clip=1.0) == SMALLEST_NORMAL_EPSILON
     assert gradient_epsilon_floor("none", clip=1.0) == 0.0
+
+
+def test_dirichlet_k_and_pate_sigma_keys_get_the_normal_float_floor():
+    """k = 1e-320 makes every Dirichlet sample NaN; the smallest normal k still samples."""
+    from rllib_privacy._validation import needs_normal_float
+    from rllib_privacy.mechanisms import dirichlet_mechanism
+
+    policy = np.array([0.7, 0.2, 0.1])
+    with np.errstate(all="ignore"):
+        tiny = dirichlet_mechanism(policy, k=1e-320, eta=0.01, rng=np.random.default_rng(0))
+    assert np.isnan(tiny).all()
+    rng = np.random.default_rng(0)
+    sample = dirichlet_mechanism(policy, k=SMALLEST_NORMAL_EPSILON, eta=0.01, rng=rng)
+    assert np.all(np.isfinite(sample))
+    for key in ("teacher_k", "teacher_min_k", "pate_gnmax_sigma", "teacher_epsilon_budget"):
+        assert needs_normal_float(key)
+    assert not needs_normal_float("lr")
