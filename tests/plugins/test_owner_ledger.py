@@ -264,8 +264,7 @@ def test_two_runs_against_one_pate_ensemble_stop_at_one_budget(
         assert row["privacy"]["budget_per_trial"] == 0.0
     assert results[-1]["privacy"]["epsilon_spent"] == pytest.approx(budget)
     assert results[-1]["privacy"]["trial_epsilon_spent"] < budget
-    owner = Path(teachers[0]).parent
-    records = _owner_releases(owner, PATE_COMPONENT)
+    records = _owner_releases(Path(teachers[0]), PATE_COMPONENT)
     assert _count(records) == 3 * QUERIES
     assert len({r["trial"] for r in records}) == 2  # one name per run
 
@@ -282,7 +281,7 @@ def test_per_trial_scope_writes_no_owner_ledger(teachers: list[str], tmp_path: P
     labeler.label(np.zeros((3, 4), np.float32))
     assert labeler.metrics()["owner_scope"] == 0.0
     assert labeler.metrics()["owner_queries"] == 3
-    assert not list(Path(teachers[0]).parent.rglob(OWNER_DIR_NAME))
+    assert not list(Path(teachers[0]).parent.rglob(OWNER_DIR_NAME))  # nor beside any teacher
 
 
 # ---- resume without the journal ------------------------------------------------------------
@@ -394,7 +393,7 @@ def test_killed_run_whose_trial_journal_was_deleted(
     assert result.returncode == EXIT_OK, output[-3000:]
     rows = resumed_rows(storage)
     assert rows[0]["training_iteration"] == 1  # started over: no checkpoint
-    owner_total = _count(_owner_releases(Path(teachers[0]).parent, PATE_COMPONENT))
+    owner_total = _count(_owner_releases(Path(teachers[0]), PATE_COMPONENT))
     # At most the budget, across the kill and the deleted journal.
     assert spent_at_kill <= owner_total <= budget_queries
     assert owner_total == budget_queries

@@ -21,7 +21,6 @@ Where things live:
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -409,10 +408,11 @@ class PATEPPO(PPO):
         owner: dict[str, str] = {}
         if config.pate_budget_scope == "owner":
             # The budget belongs to the teachers' partitions: one ledger per ensemble (the
-            # teachers' files, in order), beside them, shared by every trial and run.
+            # teachers' files, in order), beside its first teacher (the teachers' common
+            # folder could be a system one), shared by every trial and run.
             owner = owner_ledger_args(
                 teacher_dirs,
-                folder=os.path.commonpath([str(p) for p in teacher_dirs]),
+                folder=teacher_dirs[0],
                 component=JOURNAL_COMPONENT,
                 extra={"num_teachers": len(teacher_dirs)},
             )
