@@ -263,7 +263,8 @@ def restore_from_newest_checkpoint(run: str) -> None:
     from ray.tune.registry import get_trainable_cls, register_trainable
 
     base = get_trainable_cls(run)
-    register_trainable(run, newest_checkpoint_trainable(base))
+    if not getattr(base, "_restores_newest_checkpoint", False):  # once per name
+        register_trainable(run, newest_checkpoint_trainable(base))
 
 
 def newest_checkpoint_trainable(base: Any) -> type:
@@ -281,7 +282,8 @@ def newest_checkpoint_trainable(base: Any) -> type:
                 return base.restore(self, tune.Checkpoint.from_directory(newest))
         return base.restore(self, checkpoint_path)
 
-    return type(base.__name__, (base,), {"restore": restore, "__module__": base.__module__})
+    attributes = {"restore": restore, "__module__": base.__module__}
+    return type(base.__name__, (base,), {**attributes, "_restores_newest_checkpoint": True})
 
 
 def run_experiment(
