@@ -46,8 +46,9 @@ def run_experiments(
             include_dashboard=False,
             log_to_driver=args.verbose >= 1,
         )
-    except (OSError, RuntimeError, ValueError) as e:  # OSError: ConnectionError, sockets
-        what = join_failure(address, source, str(e)) if address else f"cannot start Ray: {e}"
+    except Exception as e:  # noqa: BLE001 - Ray raises bare Exceptions (a node start timeout)
+        problem = " ".join(str(e).split())[:400] or type(e).__name__  # one line
+        what = join_failure(address, source, problem) if address else f"cannot start Ray: {problem}"
         print(f"error: {what}", file=sys.stderr)
         return EXIT_TRIAL_ERROR
     try:

@@ -120,3 +120,24 @@ def test_trial_larger_than_a_local_instance_is_refused_with_ray_address_local(tm
     assert done.returncode == 2, done.stderr[-2000:]
     line = _error_line(done)
     assert f"experiment 'ppo': one trial needs {runners + 1} CPUs" in line
+
+
+def test_ray_failing_to_start_is_one_line_and_exit_1(monkeypatch, capsys):
+    """Ray raises a bare Exception when its node times out starting (a loaded machine)."""
+    from types import SimpleNamespace
+
+    import ray
+
+    from rllib_privacy.cli import launch
+
+    def timed_out(*args, **kwargs):
+        raise Exception("The current node timed out during startup.\nThis could happen ...")  # noqa: TRY002
+
+    monkeypatch.setattr(ray, "init", timed_out)
+    args = SimpleNamespace(ray_address="local", ray_num_cpus=None, ray_num_gpus=None, verbose=0)
+    experiments = SimpleNamespace(experiments=[], path="x.yaml")
+    assert launch.run_experiments(experiments, args, None) == 1
+    assert capsys.readouterr().err == (
+        "error: cannot start Ray: The current node timed out during startup. This could happen "
+        "...\n"
+    )
