@@ -138,7 +138,12 @@ def test_fleet_checkpoint_keeps_submissions_ledger_and_solved(ray_session, tmp_p
     assert saved["scores"]["solved_at"] == SOLVED_WINDOW
     assert _get(result, keys.LDP_SOLVED) == 1.0
     assert _get(result, keys.LDP_SOLVED_AT) == SOLVED_WINDOW == result["solved_at"]
-    assert progress_line("t", result).endswith(f"| solved at {SOLVED_WINDOW}")
+    # The line ends with the window that solved and its mean (the criterion's value).
+    solved_score = _get(result, keys.LDP_SOLVED_SCORE)
+    assert solved_score >= 1.0
+    assert progress_line("t", result).endswith(
+        f"| solved at {SOLVED_WINDOW}: score({SOLVED_WINDOW}) {solved_score:.1f}"
+    )
     restored = config.build_algo()
     try:
         restored.restore_from_path(str(tmp_path))
