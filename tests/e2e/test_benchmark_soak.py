@@ -112,6 +112,7 @@ def test_results_md_section_is_replaced_in_place(soak, tmp_path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_one_tiny_arm_keeps_the_ledger_equal_to_the_releases(soak, ray_session) -> None:
     args = argparse.Namespace(
         num_env_runners=1,

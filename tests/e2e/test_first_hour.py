@@ -41,6 +41,7 @@ def test_import_package_imports_no_ray_torch_or_gymnasium() -> None:
     assert _imported_after("import rllib_privacy") == dict.fromkeys(HEAVY_MODULES, False)
 
 
+@pytest.mark.slow
 def test_gymnasium_importing_the_package_for_an_id_registers_the_ids() -> None:
     # `rllib train` passes ALE RAM ids to EnvRunners as `rllib_privacy:ALE/<Game>-ram-v5`:
     # gymnasium imports the package in the worker and then looks the id up.
@@ -106,6 +107,7 @@ def test_top_level_config_classes_are_the_real_ones_and_registered() -> None:
     assert get_trainable_cls("LDPA3C") is LDPA3C
 
 
+@pytest.mark.slow
 def test_taking_a_config_class_registers_algorithms_in_a_fresh_process() -> None:
     # A user script: take the config from the top level, then name the algorithm in Tune.
     code = """

@@ -67,6 +67,7 @@ def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory, tiny_csv: Path)
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_evaluate_reports_pdp_and_kl_against_laplace(
     trained_checkpoint: Path, tiny_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

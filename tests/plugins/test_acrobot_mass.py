@@ -48,6 +48,7 @@ def test_unknown_env_config_key_is_named() -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_shipped_acrobot_pate_yamls_train_one_iteration(ray_session, tmp_path) -> None:
     """Teacher and student YAMLs, as `rllib train` normalizes them, one tiny iteration each."""
     import copy

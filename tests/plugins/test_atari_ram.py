@@ -73,6 +73,7 @@ def test_vector_env_truncates_at_max_episode_steps_and_resets_on_the_next_step()
     env.close()
 
 
+@pytest.mark.slow
 def test_a_worker_that_imports_an_algorithm_first_has_the_ram_ids() -> None:
     # A Ray worker unpickling KickstartPPO imports rllib_privacy before gymnasium; the
     # 'rllib_privacy:ALE/...' env then found no ALE namespace in that worker.

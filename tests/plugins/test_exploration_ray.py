@@ -58,6 +58,7 @@ def _small_ppo_config(num_env_runners: int):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_ppo_trains_on_bonus_reports_extrinsic_counts_globally_and_restores(
     ray_session, tmp_path: Path
 ) -> None:

@@ -67,6 +67,7 @@ def _student(teacher: Path, **training: Any) -> KickstartPPOConfig:
     )
 
 
+@pytest.mark.slow
 def test_teacher_is_asked_once_per_collected_sample(teacher_checkpoint: Path) -> None:
     algo = _student(teacher_checkpoint, teacher_vanishing_coefficient=0.5).build_algo()
     try:
@@ -121,6 +122,7 @@ def test_budget_stops_the_teacher_and_masks_the_loss(teacher_checkpoint: Path) -
         algo.stop()
 
 
+@pytest.mark.slow
 def test_answer_cache_releases_each_code_once_and_survives_restore(
     teacher_checkpoint: Path, tmp_path: Path
 ) -> None:
@@ -155,6 +157,7 @@ def test_answer_cache_releases_each_code_once_and_survives_restore(
         restored.stop()
 
 
+@pytest.mark.slow
 def test_ledger_and_counts_survive_checkpoint_and_restore(
     teacher_checkpoint: Path, tmp_path: Path
 ) -> None:
@@ -269,6 +272,7 @@ def test_shipped_cartpole_yamls_run_one_iteration_through_the_cli(tmp_path: Path
         assert f"ray/tune/{key}" in tags, key
 
 
+@pytest.mark.slow
 def test_answer_replay_keeps_teaching_after_sharing_stops_and_survives_restore(
     teacher_checkpoint: Path, tmp_path: Path
 ) -> None:

@@ -32,6 +32,9 @@ from rllib_privacy.algorithms.ldp_a3c.testing import (
 )
 from rllib_privacy.errors import BudgetExhaustedError, PrivacyConfigError
 
+# Long Ray/CLI runs (see the --durations report): run with -m slow; CI does.
+pytestmark = pytest.mark.slow
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MAX_BUFFER = 4
 LAST_ITERATION = 60

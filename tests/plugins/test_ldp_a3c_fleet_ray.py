@@ -83,6 +83,7 @@ def _check_iteration(algo: LDPA3C, result: dict[str, Any], *, min_submissions: i
     assert _get(result, keys.PRIVACY_DELTA_SHUFFLED) == SHUFFLE_DELTA
 
 
+@pytest.mark.slow
 def test_fleet_run_reports_evaluation_shuffling_and_progress(ray_session) -> None:
     algo = _config().build_algo()
     try:
@@ -162,6 +163,7 @@ def test_fleet_checkpoint_keeps_submissions_ledger_and_solved(ray_session, tmp_p
     assert after["epsilon_per_agent"] == pytest.approx(EPSILON)
 
 
+@pytest.mark.slow
 def test_one_agent_per_env_runner_still_works(ray_session) -> None:
     algo = _config(agents_per_env_runner=1).build_algo()
     try:

@@ -130,6 +130,7 @@ def test_non_private_run_improves_its_score(ray_session) -> None:
     assert last > 2 * first, (first, last)
 
 
+@pytest.mark.slow
 def test_multi_round_agents_keep_their_gravity_and_split_epsilon(ray_session) -> None:
     config = (
         LDPA3CConfig(algo_class=RecordingLDPA3C)
@@ -156,6 +157,7 @@ def test_multi_round_agents_keep_their_gravity_and_split_epsilon(ray_session) ->
     assert runner._agents[0].pinned_options["gravity"] in (9.7, 9.8, 9.9)
 
 
+@pytest.mark.slow
 def test_lr_schedule_follows_env_steps(ray_session) -> None:
     config = (
         LDPA3CConfig()

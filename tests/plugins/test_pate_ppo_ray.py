@@ -167,6 +167,7 @@ def test_without_replay_only_the_batch_labels_count(
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_labeler_actor_rejects_a_teacher_for_another_env(
     ray_session: object, teachers: list[str], tmp_path: Path
 ) -> None:
