@@ -8,9 +8,17 @@ reached 195). Reported: solved runs out of N, wall time of the whole command (Ra
 included), ``solved_at``, the final greedy evaluation return and throughput, with the 1-minute
 load average before and after every run.
 
-Example::
+The central-ε row (``tuned_configs/ldp_a3c_central.yaml``: the same job behind the shuffler
+at central ε ≤ 1) goes into its own section beside the quick start's::
 
     python benchmarks/quick_start.py --runs 10 --write-results
+    python benchmarks/quick_start.py --runs 10 --config tuned_configs/ldp_a3c_central.yaml \
+        --section quick_start_central --write-results
+
+The ε columns are the run's local ε per agent (``privacy/epsilon_spent``), the per-report ε₀
+and the central ε: ``privacy/epsilon_central`` behind the shuffler, else the hypothetical
+``privacy/epsilon_central_if_shuffled`` (marked "if shuffled"; ``privacy/epsilon_shuffled``
+in result files of 0.2.0 and before).
 """
 
 from __future__ import annotations
@@ -37,6 +45,19 @@ from harness import (
 )
 
 RESULTS = ResultsSection("quick_start")
+#: The central-ε job's section, beside the quick start's (``--section``).
+RESULTS_CENTRAL = ResultsSection("quick_start_central")
+SECTIONS = {section.marker: section for section in (RESULTS, RESULTS_CENTRAL)}
+
+
+def central_epsilon(privacy: dict[str, Any]) -> tuple[float | None, bool]:
+    """(central ε, achieved): recorded behind the shuffler, or only what one would give."""
+    if privacy.get("epsilon_central") is not None:
+        return privacy["epsilon_central"], True
+    for key in ("epsilon_central_if_shuffled", "epsilon_shuffled"):  # the second: <= 0.2.0
+        if privacy.get(key) is not None:
+            return privacy[key], False
+    return None, False
 
 
 def last_result(storage: Path) -> dict[str, Any]:
@@ -60,6 +81,7 @@ def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
         wall = time.perf_counter() - start
         result = last_result(Path(tmp))
     ldp = result.get("ldp", {})
+    central, achieved = central_epsilon(result.get("privacy", {}))
     return {
         "returncode": proc.returncode,
         "wall_s": wall,
@@ -72,7 +94,9 @@ def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
         "filtered": ldp.get("filtered_submissions"),
         "rejected": ldp.get("rejected_submissions"),
         "epsilon_per_agent": ldp.get("epsilon_per_agent"),
-        "epsilon_shuffled": result.get("privacy", {}).get("epsilon_shuffled"),
+        "epsilon_per_report": result.get("privacy", {}).get("epsilon_per_report"),
+        "epsilon_central": central,
+        "central_achieved": achieved,
         "submissions_per_second": result.get("submissions_per_second"),
         "training_s": result.get("time_total_s"),
         "load_before": load_before,
@@ -86,12 +110,20 @@ def fmt(value: Any, spec: str = ".1f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def central_cell(run: dict[str, Any]) -> str:
+    """The central ε, marked when it is only what a shuffler would give."""
+    value = run.get("epsilon_central", run.get("epsilon_shuffled"))
+    if value is None:
+        return "—"
+    return f"{value:.3f}" + ("" if run.get("central_achieved") else " (if shuffled)")
+
+
 def table(runs: list[dict[str, Any]]) -> str:
     """Markdown table of every run."""
     rows = [
         "| run | solved_at | submissions | wall (s) | training (s) | eval return (held-out) "
-        "| subm/s | ε/agent | ε shuffled | load before/after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| subm/s | ε/agent | ε₀ | central ε | load before/after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(runs):
         rows.append(
@@ -99,7 +131,8 @@ def table(runs: list[dict[str, Any]]) -> str:
             f"{r['wall_s']:.0f} | {fmt(r['training_s'], '.0f')} | "
             f"{fmt(r['eval_return_mean'])} ({fmt(r['eval_heldout'])}) | "
             f"{fmt(r['submissions_per_second'], ',.0f')} | {fmt(r['epsilon_per_agent'], 'g')} | "
-            f"{fmt(r['epsilon_shuffled'], '.3f')} | "
+            f"{fmt(r.get('epsilon_per_report'), '.3g')} | "
+            f"{central_cell(r)} | "
             f"{r['load_before']:.2f}/{r['load_after']:.2f} |"
         )
     return "\n".join(rows)
@@ -126,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="tuned_configs/ldp_a3c.yaml", help="experiment file")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")
+    parser.add_argument(
+        "--section",
+        choices=list(SECTIONS),
+        default=RESULTS.marker,
+        help="RESULTS.md section to write (quick_start_central: the central-ε job's row)",
+    )
     parser.add_argument("--json", type=Path, help="also write the runs as JSON")
     parser.add_argument(
         "extra", nargs=argparse.REMAINDER, help="after --: more `rllib train` options"
@@ -147,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             print(run["stderr_tail"], file=sys.stderr)
     text = "\n".join(
         [
-            "### Quick start: success over independent runs",
+            "### Quick start: success over independent runs"
+            + (" (central ε, shuffler on)" if args.section == "quick_start_central" else ""),
             "",
             f"`{command_line(__file__, argv)}` — {machine}; each run is "
             f"`rllib train -f {args.config}` in a fresh process (unseeded).",
@@ -161,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         dump_json(args.json, runs)
     if args.write_results:
-        RESULTS.write(RESULTS_MD, text)
+        SECTIONS[args.section].write(RESULTS_MD, text)
     return 0
 
 

@@ -36,7 +36,11 @@ HEADLINE_METRICS = (
     "evaluation/env_runners/episode_return_mean",
     metric_keys.PRIVACY_EPSILON_SPENT,
     metric_keys.PRIVACY_DELTA_SPENT,
-    metric_keys.PRIVACY_EPSILON_SHUFFLED,
+    # LDPA3C behind the shuffler: the central guarantee and ε₀ (never without a shuffler:
+    # `privacy/epsilon_central_if_shuffled` is hypothetical and not shown).
+    metric_keys.PRIVACY_EPSILON_CENTRAL,
+    metric_keys.PRIVACY_DELTA_CENTRAL,
+    metric_keys.PRIVACY_EPSILON_PER_REPORT,
     metric_keys.LDP_SOLVED_AT,
     # The solved criterion's value when it fired and its window (LDPA3C).
     metric_keys.LDP_SOLVED_SCORE,
@@ -299,8 +303,40 @@ def privacy_line(outcome: Outcome) -> str | None:
     note = "; ".join(n for n in notes if n)
     return (
         f"privacy: {outcome.experiment.name!r} spent ε = {format_number(epsilon)}{at_delta}"
-        f"{where}" + (f" ({note})" if note else "")
+        f"{where}" + (f" ({note})" if note else "") + central_clause(outcome)
     )
+
+
+def central_clause(outcome: Outcome) -> str:
+    """``; central ε = … at δ = … behind the shuffler (ε₀ = … per report)``, or "".
+
+    Only for trials that ran the shuffler (``privacy/epsilon_central``): the largest over
+    them. A run without one gets nothing here, whatever a shuffler would have given.
+    """
+    from ray.tune.utils import flatten_dict
+
+    central = []
+    for result in outcome.grid or []:
+        flat = flatten_dict(result.metrics or {}, delimiter="/")
+        epsilon = flat.get(metric_keys.PRIVACY_EPSILON_CENTRAL)
+        if isinstance(epsilon, int | float) and not isinstance(epsilon, bool):
+            central.append(
+                (
+                    float(epsilon),
+                    flat.get(metric_keys.PRIVACY_DELTA_CENTRAL),
+                    flat.get(metric_keys.PRIVACY_EPSILON_PER_REPORT),
+                )
+            )
+    if not central:
+        return ""
+    epsilon, delta, epsilon0 = max(central, key=lambda row: row[0])
+    text = f"; central ε = {format_number(epsilon)}"
+    if isinstance(delta, int | float):
+        text += f" at δ = {format_number(float(delta))}"
+    text += " behind the shuffler"
+    if isinstance(epsilon0, int | float):
+        text += f" (ε₀ = {format_number(float(epsilon0))} per report)"
+    return text
 
 
 def best_result(grid: Any) -> Any:

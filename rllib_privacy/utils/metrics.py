@@ -60,9 +60,25 @@ LDP_SOLVED = "ldp/solved"
 LDP_EVAL_RETURN_MEAN = "ldp/eval_return_mean"
 LDP_EVAL_RETURN_MEAN_TRAIN = "ldp/eval_return_mean_train_gravities"
 LDP_EVAL_RETURN_MEAN_HELDOUT = "ldp/eval_return_mean_heldout_gravities"
-#: Central ε of one buffer of |B| reports if a trusted shuffler hid who sent which.
+#: Old name (until 0.2) of ``privacy/epsilon_central_if_shuffled``: result files written
+#: before still carry it, so readers fall back to it.
 PRIVACY_EPSILON_SHUFFLED = "privacy/epsilon_shuffled"
 PRIVACY_DELTA_SHUFFLED = "privacy/delta_shuffled"
+#: LDPA3C without the shuffler: the central (ε, δ) a shuffler WOULD give. Hypothetical.
+PRIVACY_EPSILON_CENTRAL_IF_SHUFFLED = "privacy/epsilon_central_if_shuffled"
+PRIVACY_DELTA_CENTRAL_IF_SHUFFLED = "privacy/delta_central_if_shuffled"
+#: LDPA3C with the shuffler: every agent's central (ε, δ) against the aggregator, recorded.
+PRIVACY_EPSILON_CENTRAL = "privacy/epsilon_central"
+PRIVACY_DELTA_CENTRAL = "privacy/delta_central"
+#: ε₀: the total ε of one report (gradient and everything released with it).
+PRIVACY_EPSILON_PER_REPORT = "privacy/epsilon_per_report"
+#: Shuffled batches the aggregator recorded and applied.
+PRIVACY_SHUFFLED_BATCHES = "privacy/shuffled_batches"
+#: Reports the shuffler holds for a later batch; refused over an agent's budget; replayed
+#: from its journal after a restart.
+SHUFFLER_PENDING = "shuffler/pending"
+SHUFFLER_REFUSED_OVER_BUDGET = "shuffler/refused_over_budget"
+SHUFFLER_RELEASES_REPLAYED = "shuffler/releases_replayed"
 
 # kickstart/...  (privacy-preserving kickstarting, Gohari et al.)
 KICKSTART_K = "kickstart/k"

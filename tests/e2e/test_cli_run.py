@@ -58,7 +58,7 @@ def test_quick_start_yaml_runs_and_writes_tensorboard_and_checkpoint(tmp_path: P
         "ldp/submissions",
         "ldp/noise_scale",
         "ldp/eval_return_mean",
-        "privacy/epsilon_shuffled",
+        "privacy/epsilon_central_if_shuffled",
         "score_mean",
         "epsilon_per_agent",
     ):

@@ -32,14 +32,19 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_privacy.accounting import LDPLedger, PrivacyJournalError
-from rllib_privacy.accounting.events import LDPReport, PrivacyEvent
+from rllib_privacy.accounting.events import LDPReport, PrivacyEvent, ShuffledBatch
 from rllib_privacy.accounting.journal import ReplayJournal
-from rllib_privacy.accounting.shuffle import shuffle_epsilon
+from rllib_privacy.algorithms.ldp_a3c.anonymous import AnonymousBatch, AnonymousReport
 from rllib_privacy.algorithms.ldp_a3c.fleet import evaluation_gravities, greedy_evaluation
 from rllib_privacy.algorithms.ldp_a3c.gradient_aggregator import GradientBuffer
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_env_runner import exploration_alpha
 from rllib_privacy.algorithms.ldp_a3c.score_tracker import ScoreTracker
+from rllib_privacy.algorithms.ldp_a3c.shuffled_aggregator import (
+    ShuffledAggregatorMixin,
+    central_ledger,
+    hypothetical_central_metrics,
+)
 from rllib_privacy.algorithms.ldp_a3c.submission import GradientSubmission
 from rllib_privacy.algorithms.ldp_a3c.validation import (
     check_report,
@@ -134,8 +139,12 @@ def _releases(submission: GradientSubmission) -> list[tuple[LDPReport, dict[str,
     return releases
 
 
-class LDPA3C(Algorithm):
-    """LDPA3C: the aggregator side (training_step) of Ono & Takahashi's PGC-A3C (Alg. 1)."""
+class LDPA3C(ShuffledAggregatorMixin, Algorithm):
+    """LDPA3C: the aggregator side (training_step) of Ono & Takahashi's PGC-A3C (Alg. 1).
+
+    With ``shuffler_enabled`` the reports reach it through the shuffler
+    (``ShuffledAggregatorMixin``): anonymous batches, a central (ε, δ) in its ledger.
+    """
 
     #: Result keys this algorithm adds at the top level (usable as Tune stop keys).
     TOP_LEVEL_RESULT_KEYS = (
@@ -164,12 +173,15 @@ class LDPA3C(Algorithm):
             robust=config.aggregator_robust,
             std_bound=config.get_gradient_mechanism().output_std_bound(self._weights.size),
         )
-        # Each local agent may spend at most ε in total; the ledger refuses more.
-        self._ledger = LDPLedger(
-            epsilon_budget_per_agent=float(config.privacy_epsilon)
-            if config.is_private
-            else math.inf
-        )
+        if config.shuffler_enabled:
+            # The per-agent ledger lives with the ids, in the shuffler; this one records
+            # each anonymous batch's central (ε, δ).
+            self._ledger = central_ledger(config)
+        else:
+            # Each local agent may spend at most ε in total; the ledger refuses more.
+            self._ledger = LDPLedger(
+                epsilon_budget_per_agent=config.effective_epsilon if config.is_private else math.inf
+            )
         self._scores = ScoreTracker.for_config(config)
         self._mechanism = config.get_gradient_mechanism()
         # Fault accounting (see docs/privacy-journal.md).
@@ -208,6 +220,8 @@ class LDPA3C(Algorithm):
                 self._replayed,
                 self._journal.path,
             )
+        if config.shuffler_enabled:
+            self._start_shuffler(_REQUEST_TAG)
 
     # The JournaledComponent protocol (rllib_privacy.accounting.journal):
 
@@ -235,6 +249,9 @@ class LDPA3C(Algorithm):
     def count_replayed_release(self, event: PrivacyEvent, extras: Mapping[str, Any]) -> None:
         """Add a replayed submission's score (never its gradient: θ rolled back with it)."""
         self._replayed += 1
+        if isinstance(event, ShuffledBatch):
+            self._count_replayed_batch(extras)
+            return
         if extras.get("rejected"):
             # A refused report was charged, never scored or applied.
             self._rejected += 1
@@ -275,7 +292,9 @@ class LDPA3C(Algorithm):
         start, start_submissions = time.perf_counter(), self._scores.submissions
         target = start_submissions + self.config.aggregator_submissions_per_iteration
         group = self.env_runner_group
-        if group.num_remote_env_runners() == 0:
+        if self.config.shuffler_enabled:
+            self._shuffled_collect(target)
+        elif group.num_remote_env_runners() == 0:
             while self._scores.submissions < target:
                 self._receive(self.env_runner.submit_gradients(**self._request_kwargs()))
         else:
@@ -304,7 +323,18 @@ class LDPA3C(Algorithm):
             / max(time.perf_counter() - start, 1e-9)
         )
 
-    def _receive(self, submissions: list[GradientSubmission]) -> None:
+    def _receive(self, submissions: list[GradientSubmission] | list[AnonymousBatch]) -> None:
+        """Everything the aggregator receives passes here (a test hooks it).
+
+        Behind the shuffler only ``AnonymousBatch`` objects are accepted (TypeError
+        otherwise); without it, ``GradientSubmission`` objects.
+        """
+        if self.config.shuffler_enabled:
+            self._receive_batches(submissions)  # type: ignore[arg-type]  # checked there
+            return
+        self._receive_submissions(submissions)  # type: ignore[arg-type]  # checked there
+
+    def _receive_submissions(self, submissions: list[GradientSubmission]) -> None:
         fresh: list[GradientSubmission] = []
         pending: dict[str, int] = {}
         pending_epsilon: dict[str, float] = {}
@@ -343,18 +373,20 @@ class LDPA3C(Algorithm):
         for submission in fresh:
             for report, _ in _releases(submission):
                 self._ledger.record(report)
-            self._scores.add_release(
-                submission.score, submission.env_steps, submission.score_mechanism
+            self._apply_report(submission)
+
+    def _apply_report(self, report: GradientSubmission | AnonymousReport) -> None:
+        """The one place a recorded report is scored and its gradient enters θ (via B)."""
+        self._scores.add_release(report.score, report.env_steps, report.score_mechanism)
+        self._applied += 1
+        mean_gradient = self._buffer.add(report.gradient)
+        if mean_gradient is not None:
+            self._weights = self._on_learner(
+                _apply_mean_gradient,
+                mean_gradient=mean_gradient,
+                env_steps=self._scores.env_steps,
             )
-            self._applied += 1
-            mean_gradient = self._buffer.add(submission.gradient)
-            if mean_gradient is not None:
-                self._weights = self._on_learner(
-                    _apply_mean_gradient,
-                    mean_gradient=mean_gradient,
-                    env_steps=self._scores.env_steps,
-                )
-                self._weights_version += 1
+            self._weights_version += 1
 
     def _validate(self, submission: Any) -> str | None:
         """Why ``submission`` is refused, or None: the check before a report is applied.
@@ -394,8 +426,16 @@ class LDPA3C(Algorithm):
                 self._ledger.record(event)
         return reason
 
+    def _local_totals(self) -> tuple[float, int, int]:
+        """(largest ε any agent spent, releases, duplicates): the shuffler keeps them when on."""
+        if not self.config.shuffler_enabled:
+            return self._ledger.max_epsilon_spent, self._ledger.releases, self._duplicates
+        stats = self._refresh_shuffler_stats()
+        return stats["max_epsilon_spent"], int(stats["releases"]), int(stats["duplicates"])
+
     def _log_metrics(self, *, submissions_per_second: float) -> None:
-        scores, ledger = self._scores, self._ledger
+        scores = self._scores
+        local_epsilon, releases, duplicates = self._local_totals()
         alpha_n = exploration_alpha(
             scores.submissions,
             initial=self.config.agents_exploration_alpha,
@@ -407,14 +447,14 @@ class LDPA3C(Algorithm):
             "score_mean": recent,
             "submissions_per_second": submissions_per_second,
             "score_moving_mean": scores.moving_mean,
-            "epsilon_per_agent": ledger.max_epsilon_spent,
+            "epsilon_per_agent": local_epsilon,
             "submissions": scores.submissions,
             keys.LDP_SUBMISSIONS: scores.submissions,
             keys.LDP_SCORE_MEAN: recent,
             keys.LDP_SCORE_WINDOW: scores.solved_window,
             keys.LDP_SCORE_PRIVATE: float(scores.mechanism is not None),
             keys.LDP_SCORE_MOVING_MEAN: scores.moving_mean,
-            keys.LDP_EPSILON_PER_AGENT: ledger.max_epsilon_spent,
+            keys.LDP_EPSILON_PER_AGENT: local_epsilon,
             keys.LDP_NOISE_SCALE: self._mechanism.noise_scale(self._weights.size),
             keys.LDP_BUFFER_SIZE: len(self._buffer),
             # Each update makes a new θ version.
@@ -424,14 +464,15 @@ class LDPA3C(Algorithm):
             # Always present (0/1) so that Tune can stop on it; `fst` itself only
             # exists once reached.
             keys.LDP_FST_REACHED: float(scores.fst is not None),
-            keys.PRIVACY_EPSILON_SPENT: ledger.max_epsilon_spent,
+            # The local guarantee (each agent against everyone, the shuffler included).
+            keys.PRIVACY_EPSILON_SPENT: local_epsilon,
             keys.PRIVACY_DELTA_SPENT: 0.0,
-            keys.PRIVACY_RELEASES: ledger.releases,
+            keys.PRIVACY_RELEASES: releases,
             keys.PRIVACY_RELEASES_REPLAYED: self._replayed,
             keys.LDP_APPLIED_SUBMISSIONS: self._applied,
             # Recorded releases whose gradient is not in this θ's history (a rollback).
             keys.LDP_SUBMISSIONS_DROPPED: max(0, scores.submissions - self._applied),
-            keys.LDP_DUPLICATE_SUBMISSIONS: self._duplicates,
+            keys.LDP_DUPLICATE_SUBMISSIONS: duplicates,
             keys.LDP_REJECTED_SUBMISSIONS: self._rejected,
             keys.LDP_FILTERED_SUBMISSIONS: self._buffer.filtered,
             keys.LDP_LOST_REQUESTS: self._lost_requests,
@@ -448,7 +489,11 @@ class LDPA3C(Algorithm):
         if scores.solved_score is not None:
             values[keys.LDP_SOLVED_SCORE] = scores.solved_score
         values.update(self._evaluation_metrics())
-        values.update(self._shuffled_epsilon_metrics())
+        if self.config.shuffler_enabled:
+            values.update(self._central_metrics())
+        else:
+            # Only what a shuffler WOULD give: no central ε is achieved without one.
+            values.update(hypothetical_central_metrics(self.config))
         for key, value in values.items():
             if isinstance(key, str) and "/" in key:
                 key = tuple(key.split("/"))
@@ -485,21 +530,6 @@ class LDPA3C(Algorithm):
             out[keys.LDP_EVAL_RETURN_MEAN_HELDOUT] = float(returns[heldout].mean())
         return out
 
-    def _shuffled_epsilon_metrics(self) -> dict[str, float]:
-        """ε of one agent's reports, centrally, if each buffer of |B| were shuffled."""
-        if not self.config.is_private:
-            return {}
-        epsilon0 = self._mechanism.epsilon_per_release
-        per_buffer = shuffle_epsilon(
-            epsilon0, self.config.effective_max_buffer, self.config.privacy_shuffle_delta
-        )
-        # An agent's T reports land in up to T buffers: basic composition over them.
-        rounds = self.config.agents_submissions_per_agent
-        return {
-            keys.PRIVACY_EPSILON_SHUFFLED: per_buffer * rounds,
-            keys.PRIVACY_DELTA_SHUFFLED: self.config.privacy_shuffle_delta * rounds,
-        }
-
     @override(Algorithm)
     def step(self) -> dict[str, Any]:
         """Runs one iteration; puts headline keys first and env steps as x-axis."""
@@ -525,6 +555,10 @@ class LDPA3C(Algorithm):
             "lost_requests": self._lost_requests,
             "releases_replayed": self._replayed,
         }
+        if self._shuffler is not None:
+            # The shuffler's whole state (its per-agent ledger too): see docs/components/
+            # ldp-a3c.md#shuffler on where such a checkpoint may be stored.
+            state["ldp_a3c_shuffler"] = self._shuffler_state()
         return state
 
     @override(Algorithm)
@@ -539,6 +573,7 @@ class LDPA3C(Algorithm):
         """
         super().set_state(state)
         aggregator = state.get("ldp_a3c_aggregator")
+        shuffler = state.get("ldp_a3c_shuffler")
         if aggregator is not None:
             self._ledger.load_state_dict(aggregator["ledger"])
             self._buffer.load_state_dict(aggregator["buffer"])
@@ -552,14 +587,19 @@ class LDPA3C(Algorithm):
             # Requests in flight now are not lost yet: count from here.
             self._requests_sent, self._requests_answered = self._in_flight(), 0
             self._replayed = int(aggregator.get("releases_replayed", 0))
+            if shuffler is not None:
+                self._last_batch_seq = int(shuffler["last_batch_seq"])
             self._journal.after_restore(aggregator.get("journal"), self)
             self._restart_guard.restored()
+        if self._shuffler is not None:
+            self._restore_shuffler(shuffler)
         self._weights = self._on_learner(_flat_weights)
 
     @override(Algorithm)
     def cleanup(self) -> None:
-        """Stops RLlib's actors and closes the privacy journal."""
+        """Stops RLlib's actors and the shuffler, and closes the privacy journal."""
         super().cleanup()
+        self._stop_shuffler()
         journal = getattr(self, "_journal", None)
         if journal is not None:
             journal.close()

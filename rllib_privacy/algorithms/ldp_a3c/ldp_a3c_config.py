@@ -7,6 +7,8 @@ runs before Ray starts and names the key it refuses.
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ from ray.rllib.utils.annotations import override
 from typing_extensions import Self
 
 from rllib_privacy._validation import check_choice
+from rllib_privacy.accounting.shuffle import local_epsilon_for_central
 from rllib_privacy.algorithms.config_keys import (
     COUNT_EXPLORATION_KEYS,
     GroupedConfigMixin,
@@ -38,6 +41,8 @@ from rllib_privacy.utils.journaling import check_journal_dir
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm import Algorithm
+
+logger = logging.getLogger(__name__)
 
 #: Paper defaults of the clipping size C per mechanism (§4, "Hyper Parameters").
 DEFAULT_CLIP = {"laplace": 0.01, "prs": 1.0, "privunitg": 1.0, "privunit2": 1.0, "none": 1.0}
@@ -94,6 +99,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             "privacy_score_epsilon_share",
             "privacy_score_range",
             "privacy_shuffle_delta",
+            "privacy_central_epsilon",
             "privacy_journal_dir",
         ),
         "agents": (
@@ -122,6 +128,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             "scoring_solved_window",
         ),
         "count_exploration": COUNT_EXPLORATION_KEYS,
+        "shuffler": ("shuffler_enabled", "shuffler_num_cpus", "shuffler_resources"),
     }
     LEGACY_CONFIG_KEYS = {
         "mechanism": "privacy_mechanism",
@@ -185,6 +192,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self.privacy_score_epsilon_share = 0.2
         self.privacy_score_range: list[float] = [0.0, 200.0]
         self.privacy_shuffle_delta = 1e-6
+        self.privacy_central_epsilon: float | None = None
         self.privacy_journal_dir: str | None = None
         self.agents_per_env_runner = 1
         self.agents_submissions_per_agent = 1
@@ -210,6 +218,10 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self.count_exploration_config: dict[str, Any] | None = None
         self.count_exploration_scope = "agent"
         self.count_exploration_flatten_observations = False
+        # The shuffler between the local agents and the aggregator (off: agents -> aggregator).
+        self.shuffler_enabled = False
+        self.shuffler_num_cpus = 0.0
+        self.shuffler_resources: dict[str, float] | None = None
 
     @override(AlgorithmConfig)
     def training(
@@ -256,6 +268,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         privacy_score_epsilon_share: float = NotProvided,
         privacy_score_range: list[float] = NotProvided,
         privacy_shuffle_delta: float = NotProvided,
+        privacy_central_epsilon: float | None = NotProvided,
         privacy_journal_dir: str | os.PathLike[str] | None = NotProvided,
     ) -> Self:
         """Sets the gradient mechanism every local agent applies before anything leaves it.
@@ -282,9 +295,16 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 takes (the gradient gets the rest), in (0, 1).
             privacy_score_range: ``[low, high]`` the score is clipped to before its
                 release (CartPole-v0: ``[0, 200]``).
-            privacy_shuffle_delta: δ of ``privacy/epsilon_shuffled``, the central ε a
-                trusted shuffler of each buffer of |B| reports would give (Feldman,
-                McMillan & Talwar 2021).
+            privacy_shuffle_delta: δ of the central guarantee over an agent's T batches:
+                ``privacy/delta_central`` with the shuffler on, else the δ of the
+                hypothetical ``privacy/epsilon_central_if_shuffled`` (Feldman, McMillan &
+                Talwar 2021).
+            privacy_central_epsilon: Target central ε (at δ = ``privacy_shuffle_delta``)
+                of every agent against the aggregator; needs ``shuffler_enabled``. It
+                picks the largest per-report ε₀ whose shuffled ε over |B| reports,
+                composed over T = ``agents_submissions_per_agent`` batches, meets it, and
+                replaces ``privacy_epsilon`` (an agent's total is then T·ε₀). ``None``:
+                ``privacy_epsilon`` sets ε₀ = ε/T.
             privacy_journal_dir: Folder of the write-ahead privacy journal; ``None`` =
                 ``<trial dir>/privacy_journal`` (stable across ``--resume``). It cannot be
                 switched off: a run without it could forget releases in a crash.
@@ -397,6 +417,37 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 with public scores, else the smallest window whose check fires with
                 probability ≤ 1% when the true mean is 10 below the target
                 (``private_solved_window``), rounded up to whole iterations.
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    def shuffler(
+        self,
+        *,
+        shuffler_enabled: bool = NotProvided,
+        shuffler_num_cpus: float = NotProvided,
+        shuffler_resources: dict[str, float] | None = NotProvided,
+    ) -> Self:
+        """Puts a shuffler (its own Ray actor, its own trust domain) before the aggregator.
+
+        With it the local agents send their reports to the shuffler, which keeps the
+        per-agent budget and dedup (the ids stay there), and forwards each batch of |B|
+        reports of distinct agents without ids in a uniformly random order drawn from OS
+        entropy. The aggregator then gets a central (ε, δ) per agent
+        (``privacy/epsilon_central``), see docs/components/ldp-a3c.md#shuffler.
+
+        Args:
+            shuffler_enabled: Run the shuffler (default off: the agents' reports go to
+                the aggregator with their ids, and the central ε is only hypothetical).
+            shuffler_num_cpus: CPUs Ray reserves for the shuffler actor (default 0).
+            shuffler_resources: Custom Ray resources the shuffler actor needs, e.g.
+                ``{"shuffler": 1}`` to place it on the node started with
+                ``ray start --resources='{"shuffler": 1}'`` (docs/cluster.md); ``None``:
+                the aggregator's node.
 
         Returns:
             This updated config.
@@ -588,9 +639,38 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         return self.effective_clip / 2.0, "l1"
 
     @property
+    def local_epsilon_per_report(self) -> float:
+        """ε₀: the total ε of one report (gradient and all released with it).
+
+        From ``privacy_central_epsilon`` when it is set (the largest ε₀ meeting it),
+        else ``privacy_epsilon`` / T.
+        """
+        rounds = self.agents_submissions_per_agent
+        if self.privacy_central_epsilon is None:
+            return float(self.privacy_epsilon) / rounds
+        return _local_epsilon_for_central(
+            float(self.privacy_central_epsilon),
+            self.effective_max_buffer,
+            float(self.privacy_shuffle_delta),
+            rounds,
+        )
+
+    @property
+    def effective_epsilon(self) -> float:
+        """An agent's total ε: ``privacy_epsilon``, or T·ε₀ under ``privacy_central_epsilon``."""
+        if self.privacy_central_epsilon is None:
+            return float(self.privacy_epsilon)
+        return self.local_epsilon_per_report * self.agents_submissions_per_agent
+
+    @property
     def is_private(self) -> bool:
         """False for the non-private baseline (mechanism none or ε = ∞)."""
-        return self.privacy_mechanism != "none" and math.isfinite(float(self.privacy_epsilon))
+        if self.privacy_mechanism == "none":
+            return False
+        # A central target always gives a finite ε₀ (or is refused by validation).
+        return self.privacy_central_epsilon is not None or math.isfinite(
+            float(self.privacy_epsilon)
+        )
 
     @property
     def score_is_private(self) -> bool:
@@ -608,9 +688,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             return None
         low, high = (float(v) for v in self.privacy_score_range)
         return OneBitMechanism(
-            epsilon=float(self.privacy_epsilon)
-            / self.agents_submissions_per_agent
-            * self.score_epsilon_share,
+            epsilon=self.local_epsilon_per_report * self.score_epsilon_share,
             low=low,
             high=high,
             secure_mode=self.privacy_secure_mode,
@@ -636,9 +714,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             name=self.privacy_mechanism,
             # The private score takes its share; the gradient the rest (sequential
             # composition: ε per report in all).
-            epsilon=float(self.privacy_epsilon)
-            / self.agents_submissions_per_agent
-            * (1.0 - self.score_epsilon_share),
+            epsilon=self.local_epsilon_per_report * (1.0 - self.score_epsilon_share),
             clip=self.effective_clip,
             reduced_dim=self.privacy_reduced_dim,
             debias=self.privacy_debias,
@@ -682,6 +758,7 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
         self._validate_mechanism_options()
         self._validate_loss()
         self._validate_scores()
+        self._validate_shuffler()
         check_journal_dir(self.privacy_journal_dir)
         if self.num_learners > 1:
             raise PrivacyConfigError(
@@ -779,6 +856,76 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
                 f"got {mechanism!r}"
             )
 
+    def _validate_shuffler(self) -> None:
+        """The shuffler's keys and the central ε target (which needs the shuffler)."""
+        if not isinstance(self.shuffler_enabled, bool):
+            raise PrivacyConfigError(
+                "config key 'shuffler_enabled' must be true or false, got "
+                f"{self.shuffler_enabled!r}"
+            )
+        _check_number("shuffler_num_cpus", self.shuffler_num_cpus, low=0.0, inclusive_low=True)
+        resources = self.shuffler_resources
+        if resources is not None and (
+            not isinstance(resources, dict)
+            or not all(
+                isinstance(k, str)
+                and k
+                and not isinstance(v, bool)
+                and isinstance(v, int | float)
+                and v > 0
+                for k, v in resources.items()
+            )
+        ):
+            raise PrivacyConfigError(
+                "config key 'shuffler_resources' must be null or a dict of Ray resource names "
+                f"to amounts > 0 (e.g. {{'shuffler': 1}}), got {resources!r}"
+            )
+        if self.shuffler_enabled and not self.is_private:
+            raise PrivacyConfigError(
+                "config key 'shuffler_enabled' is true, but the run is not private "
+                f"(privacy_mechanism {self.privacy_mechanism!r}, privacy_epsilon "
+                f"{self.privacy_epsilon!r}): a shuffler amplifies a finite ε; use a private "
+                "mechanism and a finite privacy_epsilon, or shuffler_enabled: false"
+            )
+        target = self.privacy_central_epsilon
+        if target is None:
+            return
+        target = _check_number("privacy_central_epsilon", target, low=0.0)
+        if not self.shuffler_enabled:
+            raise PrivacyConfigError(
+                f"config key 'privacy_central_epsilon' is {target!r}, but a central epsilon is "
+                "only achieved behind a shuffler: set shuffler_enabled: true, or remove "
+                "privacy_central_epsilon"
+            )
+        if self.privacy_mechanism == "none":
+            raise PrivacyConfigError(
+                "config key 'privacy_central_epsilon' needs a private privacy_mechanism "
+                "(laplace, prs, privunitg, privunit2), got 'none'"
+            )
+        try:
+            epsilon0 = self.local_epsilon_per_report
+        except ValueError as error:
+            rounds = self.agents_submissions_per_agent
+            raise PrivacyConfigError(
+                f"config key 'privacy_central_epsilon' is {target!r}, which |B| = "
+                f"{self.effective_max_buffer} reports per batch over {rounds} round(s) at delta "
+                f"= {self.privacy_shuffle_delta!r} cannot reach: the smallest reachable target "
+                f"is {_SMALLEST_LOCAL_EPSILON * rounds!r} (per-report epsilon "
+                f"{_SMALLEST_LOCAL_EPSILON!r}); a larger aggregator_max_buffer does not lower "
+                f"it ({error})"
+            ) from None
+        # The effective ε₀ is part of the run's record (the summary shows it as well).
+        logger.info(
+            "LDPA3C: privacy_central_epsilon=%s at delta=%s over |B|=%d and %d round(s) gives "
+            "a per-report epsilon0=%.6g (total per agent %.6g)",
+            target,
+            self.privacy_shuffle_delta,
+            self.effective_max_buffer,
+            self.agents_submissions_per_agent,
+            epsilon0,
+            epsilon0 * self.agents_submissions_per_agent,
+        )
+
     def _validate_scores(self) -> None:
         """The score mechanism, its ε share and range, and the solved window."""
         check_choice(
@@ -824,6 +971,18 @@ class LDPA3CConfig(GroupedConfigMixin, LegacyCountExplorationMixin, AlgorithmCon
             inclusive_low=True,
         )
         _check_number("scoring_fst_target_score", self.scoring_fst_target_score, low=-math.inf)
+
+
+#: The smallest ε₀ ``local_epsilon_for_central`` returns (rllib_privacy.accounting.shuffle).
+_SMALLEST_LOCAL_EPSILON = 1e-9
+
+
+@functools.lru_cache(maxsize=64)
+def _local_epsilon_for_central(
+    central_epsilon: float, num_reports: int, delta: float, rounds: int
+) -> float:
+    # Cached: the config asks for ε₀ in every get_gradient_mechanism() and metric.
+    return local_epsilon_for_central(central_epsilon, num_reports, delta, rounds=rounds)
 
 
 def _check_number(
