@@ -56,7 +56,6 @@ from rllib_privacy.envs.cartpole_gravity import (
     PAPER_GRAVITY_CHOICES,
     validate_positive_choices,
 )
-from rllib_privacy.errors import BudgetExhaustedError
 from rllib_privacy.utils import metrics as keys
 from rllib_privacy.utils.journaling import RestartGuard, algorithm_journal_path
 
@@ -359,12 +358,17 @@ class LDPA3C(ShuffledAggregatorMixin, Algorithm):
                 agent_id=agent, epsilon=pending_epsilon[agent], mechanism=submission.mechanism
             )
             if not self._ledger.can_afford(pending_report):
-                raise BudgetExhaustedError(
+                # Refused, not raised: an agent that sends past its budget (a bug or a
+                # malicious agent) must not be able to stop the trial. Nothing is journaled
+                # or charged: the ledger already holds the whole budget of this agent.
+                pending_epsilon[agent] -= submission.total_epsilon
+                self._count_refused(
                     f"agent {agent!r} has spent epsilon={self._ledger.epsilon_spent(agent)!r} "
                     f"of its budget {self._ledger.epsilon_budget_per_agent!r}; submission "
-                    f"{submission.submission_id!r} of epsilon={submission.epsilon!r} would "
-                    "exceed it (refused, not applied)"
+                    f"{submission.submission_id!r} of epsilon={submission.total_epsilon!r} "
+                    "would exceed it (refused, not applied)"
                 )
+                continue
             pending[agent] = pending.get(agent, 0) + 1
             fresh.append(submission)
         # Write-ahead: the releases are durable before any of them touches θ, so a crash
@@ -388,6 +392,13 @@ class LDPA3C(ShuffledAggregatorMixin, Algorithm):
             )
             self._weights_version += 1
 
+    def _count_refused(self, reason: str) -> None:
+        """Count a refused report (``ldp/rejected_submissions``) and log it, rate-limited."""
+        self._rejected += 1
+        # The first ten, then one in a thousand: a flood of bad reports must not flood the log.
+        if self._rejected <= 10 or self._rejected % 1000 == 0:
+            logger.warning("LDPA3C: refused report #%d: %s", self._rejected, reason)
+
     def _validate(self, submission: Any) -> str | None:
         """Why ``submission`` is refused, or None: the check before a report is applied.
 
@@ -408,10 +419,7 @@ class LDPA3C(ShuffledAggregatorMixin, Algorithm):
         )
         if reason is None:
             return None
-        self._rejected += 1
-        # The first ten, then one in a thousand: a flood of bad reports must not flood the log.
-        if self._rejected <= 10 or self._rejected % 1000 == 0:
-            logger.warning("LDPA3C: refused report #%d: %s", self._rejected, reason)
+        self._count_refused(reason)
         charges = rejected_charges(
             submission,
             mechanism=self._mechanism,
