@@ -33,13 +33,25 @@ LDPA3C_MEASURED_FLEET = 128
 STARTUP_SECONDS = 22
 
 
+class ResourceRequestError(ValueError):
+    """An experiment's config gives no resource request (a resource key of the wrong type)."""
+
+
 def trial_cpus(exp: exps.Experiment, has_gpus: bool) -> float:
     """CPUs one trial of ``exp`` reserves (its algorithm's resource request), at least 1."""
     from ray.tune.registry import get_trainable_cls
     from ray.tune.search.variant_generator import generate_variants
 
     variant = next(iter(generate_variants(copy.deepcopy(exp.config_for(has_gpus)))))[1]
-    request = get_trainable_cls(exp.run).default_resource_request(variant)
+    try:
+        request = get_trainable_cls(exp.run).default_resource_request(variant)
+    except (TypeError, ValueError) as e:
+        # RLlib computes the request from resource keys (num_env_runners, ...) that the
+        # package's checks leave to RLlib: a value of the wrong type fails here first.
+        raise ResourceRequestError(
+            "its resource keys (num_env_runners, num_cpus_per_env_runner, num_learners, ...) "
+            f"do not give a resource request: {e}"
+        ) from None
     return max(1.0, float(request.required_resources.get("CPU", 1.0)))
 
 
@@ -118,8 +130,13 @@ def print_dry_run_estimates(
     assumes this machine's and says so.
     """
     cpus = float(ray_num_cpus) if ray_num_cpus else float(os.cpu_count() or 1)
+    from rllib_privacy.errors import ExperimentFileError
+
     for exp in experiment_file.experiments:
-        line = estimate_line(exp, cpus=cpus, has_gpus=has_gpus)
+        try:
+            line = estimate_line(exp, cpus=cpus, has_gpus=has_gpus)
+        except ResourceRequestError as e:
+            raise ExperimentFileError(experiment_file.path, str(e), exp.name) from None
         if ray_address:
             line += f" (CPUs of this machine; the cluster at {ray_address} may have more)"
         print(f"# {line}")

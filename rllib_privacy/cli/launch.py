@@ -61,7 +61,7 @@ def run_experiments(
             if problem:
                 print(f"error: {experiment_file.path}: {problem}", file=sys.stderr)
                 return EXIT_USAGE
-        from rllib_privacy.cli.estimate import estimate_line
+        from rllib_privacy.cli.estimate import ResourceRequestError, estimate_line
         from rllib_privacy.cli.tune_output import tune_output_configured
 
         cpus = ray.cluster_resources().get("CPU", 1.0)
@@ -70,7 +70,12 @@ def run_experiments(
         # in the summary, not listed as FileNotFoundErrors.
         with tune_output_configured():
             for exp in experiment_file.experiments:
-                print(estimate_line(exp, cpus=cpus, has_gpus=has_gpus), flush=True)
+                try:
+                    print(estimate_line(exp, cpus=cpus, has_gpus=has_gpus), flush=True)
+                except ResourceRequestError as e:
+                    where = f"{experiment_file.path}: experiment {exp.name!r}"
+                    print(f"error: {where}: {e}", file=sys.stderr)
+                    return EXIT_USAGE
                 outcomes.append(run_experiment(exp, has_gpus, args, scheduler))
                 if outcomes[-1].interrupted:
                     break

@@ -163,12 +163,16 @@ def _train(args: argparse.Namespace) -> int:
         print(f"notice: {notice}", file=sys.stderr)
     if args.dry_run:
         _print_dry_run(experiment_file, has_gpus, args.ray_address)
-        print_dry_run_estimates(
-            experiment_file,
-            ray_num_cpus=args.ray_num_cpus,
-            ray_address=args.ray_address,
-            has_gpus=bool(has_gpus),
-        )
+        try:
+            print_dry_run_estimates(
+                experiment_file,
+                ray_num_cpus=args.ray_num_cpus,
+                ray_address=args.ray_address,
+                has_gpus=bool(has_gpus),
+            )
+        except PrivacyConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_USAGE
         return EXIT_OK
     return run_experiments(experiment_file, args, scheduler)
 

@@ -330,7 +330,9 @@ def _validate_evaluation_config(config: Any, variant: Mapping[str, Any], where: 
     with _as_config_error(f"{where}evaluation_config: ", config):
         _call_validate_hook(type(config), copy.deepcopy(merged))
         _validate_env_config(merged, config.env)
-        config.get_evaluation_config_object().validate()
+        evaluation = config.get_evaluation_config_object()
+        evaluation.validate()
+        _validate_epsilon_floors(evaluation, merged)
 
 
 @contextlib.contextmanager

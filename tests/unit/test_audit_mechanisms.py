@@ -41,6 +41,7 @@ from rllib_privacy.audit import AuditResult, audit_mechanism
 from rllib_privacy.envs.instance_laplace import PAPER_ACTIONS, action_multiplier
 from rllib_privacy.mechanisms import (
     GradientMechanism,
+    OneBitMechanism,
     confident_gnmax,
     dirichlet_mechanism,
     gaussian_noisy_max,
@@ -212,6 +213,28 @@ def test_randomized_sign_per_coordinate_is_tight() -> None:
         epsilon=epsilon,
         num_samples=BATCH_SAMPLES,
         rng=np.random.default_rng(3),
+        batch_mechanism=batch,
+    )
+    keep = 1.0 / (1.0 + math.exp(-epsilon))
+    assert result.passed, result
+    assert result.supported_epsilon > epsilon - bound_slack(keep, 1 - keep, result.num_estimation)
+
+
+def test_one_bit_score_mechanism_is_tight_on_the_range_ends() -> None:
+    """Duchi et al.'s one-bit mechanism: the range's ends are its worst adjacent pair."""
+    epsilon, low, high = 0.2, 0.0, 200.0
+    mech = OneBitMechanism(epsilon=epsilon, low=low, high=high)
+
+    def batch(score: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        return mech.privatize(np.full(n, score), rng=rng).astype(np.float64)
+
+    result = audit_mechanism(
+        None,
+        high,
+        low,
+        epsilon=epsilon,
+        num_samples=BATCH_SAMPLES,
+        rng=np.random.default_rng(5),
         batch_mechanism=batch,
     )
     keep = 1.0 / (1.0 + math.exp(-epsilon))
@@ -876,6 +899,7 @@ AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
         "test_secure_gradient_mechanism_spec_on_torch_tensors_passes",
     ),
     "MECHANISM_NAMES": f"a tuple of names; {NO_RELEASE}",
+    "OneBitMechanism": ("test_one_bit_score_mechanism_is_tight_on_the_range_ends",),
     "NoiseStreams": "a source of generators; the mechanisms that draw from them are audited",
     "PrivacyWarning": f"a warning class; {NO_RELEASE}",
     "SECURE_GRID_BITS": f"a constant; {NO_RELEASE}",

@@ -294,6 +294,8 @@ def _runner(seed: int, **training: object) -> object:
 
     register_envs()  # its default env is rllib_privacy/...: not registered in a unit-only run
     config = LDPA3CConfig().debugging(seed=seed).env_runners(num_envs_per_env_runner=2)
+    # Public scores: the test compares the episodes' scores, which a private score would noise.
+    config.privacy(privacy_score_mechanism="public")
     return LDPA3CEnvRunner(config=config.training(**training), worker_index=1)
 
 
