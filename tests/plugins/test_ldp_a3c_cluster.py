@@ -160,6 +160,8 @@ def test_run_survives_losing_a_node_and_counts_every_submission_once(
             eval_episodes=0,
             privacy_journal_dir=str(journal_dir),
         )
+        # Public scores: one release per submission, which the counts below compare.
+        .privacy(privacy_score_mechanism="public")
     )
     algo = config.build_algo()
     try:
