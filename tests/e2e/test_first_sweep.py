@@ -133,6 +133,12 @@ def _analysis_warnings(tmp_path: Path, trials: list) -> str:
     handler = logging.StreamHandler(stream)
     tune_logger = logging.getLogger(TUNE_ANALYSIS_LOGGER)
     tune_logger.addHandler(handler)
+    # Another test in the same process may have quietened Tune's loggers (rllib train sets
+    # their level while it runs): this test is about the filter, so it sets the level itself.
+    saved = (tune_logger.level, tune_logger.disabled, logging.root.manager.disable)
+    tune_logger.setLevel(logging.WARNING)
+    tune_logger.disabled = False
+    logging.disable(logging.NOTSET)
     try:
         with tune_output_configured():
             analysis = ExperimentAnalysis.__new__(ExperimentAnalysis)
@@ -140,6 +146,9 @@ def _analysis_warnings(tmp_path: Path, trials: list) -> str:
             analysis._fetch_trial_dataframes()
     finally:
         tune_logger.removeHandler(handler)
+        tune_logger.setLevel(saved[0])
+        tune_logger.disabled = saved[1]
+        logging.disable(saved[2])
     assert not tune_logger.filters  # Removed again on exit.
     return stream.getvalue()
 
