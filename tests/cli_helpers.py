@@ -13,6 +13,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: A one-iteration PPO experiment on CartPole: the smallest real run of `rllib train`.
+PPO_FILE = """\
+ppo:
+  run: PPO
+  env: CartPole-v1
+  stop: {training_iteration: 1}
+  config: {num_env_runners: 0, train_batch_size_per_learner: 64, minibatch_size: 32}
+"""
+
 
 def run_rllib(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
     """Runs ``python -m rllib_privacy.cli ARGS`` from the repository root, capturing output."""

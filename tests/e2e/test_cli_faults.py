@@ -13,21 +13,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from cli_helpers import PPO_FILE
 
 from rllib_privacy.accounting.journal import FULL_DISK_AFTER_ENV
-
-REPO = Path(__file__).resolve().parents[2]
-
-PPO_FILE = """\
-ppo:
-  run: PPO
-  env: CartPole-v1
-  stop: {training_iteration: 1}
-  config: {num_env_runners: 0, train_batch_size_per_learner: 64, minibatch_size: 32}
-"""
 
 
 def test_tune_failing_to_return_results_still_prints_the_summary(tmp_path, monkeypatch, capsys):

@@ -16,16 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-
-PPO_FILE = """\
-ppo:
-  run: PPO
-  env: CartPole-v1
-  stop: {training_iteration: 1}
-  config: {num_env_runners: 0, train_batch_size_per_learner: 64, minibatch_size: 32}
-"""
+from cli_helpers import PPO_FILE
 
 
 def closed_port() -> int:
