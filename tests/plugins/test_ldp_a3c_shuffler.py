@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -269,12 +270,26 @@ def test_a_killed_shuffler_actor_restarts_from_its_journal(ray_session, tmp_path
     )
     try:
         ray.get(handle.submit.remote([_submission(f"agent-{i}") for i in range(3)]))
-        pid = ray.get(handle.__ray_call__.remote(lambda self: __import__("os").getpid()))
+
+        def actor_pid() -> int:
+            return ray.get(handle.__ray_call__.remote(lambda self: __import__("os").getpid()))
+
+        pid = actor_pid()
         # Mid-batch: 3 of 4 reports wait. Ray restarts the actor (max_restarts=-1).
         ray.kill(handle, no_restart=False)
+        # ray.kill is asynchronous: a call sent at once may still reach the old process, so
+        # wait until the restarted one answers before submitting.
+        deadline = time.monotonic() + 60.0
+        new_pid = pid
+        while new_pid == pid and time.monotonic() < deadline:
+            try:
+                new_pid = actor_pid()
+            except ray.exceptions.RayActorError:
+                pass
+            if new_pid == pid:
+                time.sleep(0.1)
+        assert new_pid != pid, "the killed shuffler actor did not restart within 60 s"
         receipt = ray.get(handle.submit.remote([_submission("agent-0"), _submission("agent-3")]))
-        new_pid = ray.get(handle.__ray_call__.remote(lambda self: __import__("os").getpid()))
-        assert new_pid != pid
         assert receipt == {"accepted": 1, "duplicates": 1, "refused": 0, "ready_batches": 1}
         (batch,) = ray.get(handle.pull.remote(0))
         assert len(batch) == 4
