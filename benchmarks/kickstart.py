@@ -34,10 +34,13 @@ there (or whose settings changed) and reuses the others; one progress line per f
 trial gives done/total trials and an ETA from this run's pace.
 
 Overhead: wall time per training iteration of KickstartPPO with the Dirichlet teacher vs
-plain RLlib PPO on CartPole with the same batch sizes, model size and seed, built in the
-same process and trained alternately (ABBA order against drift); medians after a warm-up.
-The teacher answers in every measured iteration (budgets lifted: the worst case), and the
-time spent waiting for the teacher is reported separately.
+plain RLlib PPO on CartPole with the same batch sizes, model size and seed, and (with
+``--overhead-cache-bits N``, default 24; 0 leaves it out) the same KickstartPPO with the
+teacher's answer cache of N bits, built in the same process and trained in turn, the order
+rotated every round against drift (ABBA for two); medians after a warm-up. The teacher
+answers in every measured iteration (budgets lifted: the worst case), and the time spent
+waiting for the teacher is reported separately, for the cache arm with the share of asked
+states its cache served.
 
 Examples::
 
@@ -46,7 +49,7 @@ Examples::
     python benchmarks/kickstart.py --write-results --storage-path DIR  # the full run
     # interrupted? the same command again resumes from the trials recorded in DIR
     python benchmarks/kickstart.py --tasks acrobot --no-overhead --write-results
-    python benchmarks/kickstart.py --overhead-only --overhead-iterations 10
+    python benchmarks/kickstart.py --overhead-only --overhead-iterations 9
     # redo the tables and plots from an earlier run's Tune folder DIR:
     python benchmarks/kickstart.py --analyze-only --storage-path DIR --tasks cartpole
 
@@ -184,6 +187,29 @@ def _targets(text: str) -> dict[str, float]:
 
 
 _non_negative_int = bounded_number(int, low=0, strict=False)
+
+#: Largest ``teacher_cache_bits`` (rllib_privacy.teachers.answer_cache.MAX_CACHE_BITS; not
+#: imported: importing this module loads neither Ray nor rllib_privacy).
+MAX_CACHE_BITS = 256
+#: The overhead's cache arm: the code length of the budgeted CartPole arms at ε 10 and below
+#: (``aware-eps10-k5-cache24``, the replay arms; docs/results.md's ε = 10 point).
+OVERHEAD_CACHE_BITS = 24
+
+
+def _cache_bits(text: str) -> int:
+    """argparse type of ``--overhead-cache-bits``: 0 (no cache arm) or a code length."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_CACHE_BITS:
+        raise argparse.ArgumentTypeError(
+            f"expected 0 (no cache arm) or teacher_cache_bits in [1, {MAX_CACHE_BITS}], "
+            f"got {text!r}"
+        )
+    return value
+
+
 _positive_float = bounded_number(float, low=0.0, strict=True)
 
 
@@ -300,7 +326,15 @@ def _add_overhead_options(o: argparse._ArgumentGroup) -> None:
         "--overhead-iterations",
         type=positive_int,
         default=None,
-        help="measured iterations per algorithm [6]",
+        help="measured iterations per algorithm [6]; with the cache arm a multiple of 3 "
+        "rotates each algorithm through every position equally often",
+    )
+    o.add_argument(
+        "--overhead-cache-bits",
+        type=_cache_bits,
+        default=OVERHEAD_CACHE_BITS,
+        help="also time KickstartPPO with the teacher's answer cache of this many SimHash bits "
+        "(teacher_cache_bits); 0: no cache arm",
     )
 
 

@@ -274,35 +274,52 @@ def raw_table(result: TaskResult) -> str:
     )
 
 
+def cache_label(bits: int) -> str:
+    """The overhead table's label of the answer-cache arm."""
+    return f"KickstartPPO (Dirichlet teacher, answer cache {bits} bits)"
+
+
 def overhead_table(result: OverheadResult) -> str:
-    """Median (min-max) seconds per iteration and the ratio."""
+    """Median (min-max) seconds per iteration and the ratio to PPO, one row per algorithm."""
+
+    def row(label: str, seconds: list[float], median: float, ratio: str) -> list[str]:
+        return [
+            label,
+            str(len(seconds)),
+            f"{median:.2f}",
+            f"{min(seconds):.2f} – {max(seconds):.2f}",
+            ratio,
+        ]
+
     rows = [
-        [
+        row(
             "KickstartPPO (Dirichlet teacher)",
-            str(len(result.kickstart_s)),
-            f"{result.kickstart_median:.2f}",
-            f"{min(result.kickstart_s):.2f} – {max(result.kickstart_s):.2f}",
+            result.kickstart_s,
+            result.kickstart_median,
             f"{result.ratio:.3f}×",
-        ],
-        [
-            "PPO (no teacher)",
-            str(len(result.ppo_s)),
-            f"{result.ppo_median:.2f}",
-            f"{min(result.ppo_s):.2f} – {max(result.ppo_s):.2f}",
-            "1×",
-        ],
+        )
     ]
+    if result.has_cache:
+        rows.append(
+            row(
+                cache_label(result.cache_bits),
+                result.cache_s,
+                result.cache_median,
+                f"{result.cache_ratio:.3f}×",
+            )
+        )
+    rows.append(row("PPO (no teacher)", result.ppo_s, result.ppo_median, "1×"))
     return markdown_table(
         ["algorithm", "iterations", "median s/iteration", "min – max", "ratio"], rows
     )
 
 
 def overhead_breakdown(result: OverheadResult) -> str:
-    """Teacher time per KickstartPPO iteration (median), and what is left for the rest."""
+    """Teacher time per KickstartPPO iteration (median), what is left, and the cache arm's."""
     answer = statistics.median(result.teacher_answer_s)
     rollout = statistics.median(result.teacher_rollout_s)
     extra = result.kickstart_median - result.ppo_median
-    return (
+    text = (
         f"Per KickstartPPO iteration (medians): waiting for the teacher's answers (actor call "
         f"incl. the Dirichlet draws for {result.batch} states) {answer * 1000:.0f} ms; rollout "
         f"start + stats (k decay, budget check, (ε, δ) for the new k) {rollout * 1000:.0f} ms; "
@@ -310,6 +327,91 @@ def overhead_breakdown(result: OverheadResult) -> str:
         f"{extra * 1000:+.0f} ms (besides the teacher: the kickstart term in every SGD step, "
         "the extra batch columns, and machine noise)."
     )
+    if not result.has_cache:
+        return text
+    answer = statistics.median(result.cache_answer_s)
+    rollout = statistics.median(result.cache_rollout_s)
+    extra = result.cache_median - result.ppo_median
+    size = f"{result.cache_size[-1]:.0f}" if result.cache_size else "?"
+    return text + (
+        f" With the answer cache ({result.cache_bits} bits), per iteration (medians): waiting "
+        f"for the teacher's answers (SimHash codes of the states, cache look-ups, Dirichlet "
+        f"draws for new codes only) {answer * 1000:.0f} ms; rollout start + stats "
+        f"{rollout * 1000:.0f} ms; of {_median_count(result.cache_asked)} states asked per "
+        f"iteration, {_percent(result.cached_share)} over the measured iterations were "
+        f"served from the cache ({_median_count(result.cache_answered)} fresh releases per "
+        f"iteration; {size} codes cached at the end). Median cache arm − median PPO: "
+        f"{extra * 1000:+.0f} ms."
+    )
+
+
+def _median_count(values: Sequence[float]) -> str:
+    return f"{statistics.median(values):,.0f}" if values else "?"
+
+
+def _percent(share: float) -> str:
+    return f"{share:.1%}" if math.isfinite(share) else "? %"
+
+
+def _paired(label: str, ratios: Sequence[float]) -> str:
+    """Ratios of the rounds, their median and in how many rounds ``label`` was slower."""
+    return (
+        ", ".join(f"{r:.2f}" for r in ratios)
+        + f" (median {statistics.median(ratios):.2f}; {label} slower in "
+        f"{sum(r > 1 for r in ratios)} of {len(ratios)} rounds)"
+    )
+
+
+def render_overhead(overhead: OverheadResult, args: argparse.Namespace, run: list[str]) -> str:
+    """The RESULTS.md part of the overhead measurement.
+
+    Args:
+        overhead: What it measured.
+        args: The run's arguments.
+        run: Its command, machine and date lines (``run_lines``).
+
+    """
+    if overhead.has_cache:
+        algorithms = (
+            f"the three algorithms (the third: the same KickstartPPO with the teacher's answer "
+            f"cache, `teacher_cache_bits: {overhead.cache_bits}`) were built in one process and "
+            "trained in turn, the order rotated every round (ABC, BCA, CAB: drift cancels)"
+        )
+    else:
+        algorithms = (
+            "the two algorithms were built in one process and trained alternately (ABBA order)"
+        )
+
+    def target(ratio: float) -> str:
+        return f"**{'met' if ratio <= 1.10 else 'missed'}** ({ratio:.3f}×)"
+
+    lines = [
+        "### Overhead: seconds per training iteration",
+        "",
+        *run,
+        f"- CartPole-v1, batch {overhead.batch}, same seed, model size, minibatches and epochs; "
+        f"{algorithms}, {overhead.warmup} warm-up iteration(s) each not counted; teacher: "
+        f"{overhead.teacher_source}, budgets lifted so that it answered in "
+        f"{sum(1 for v in overhead.sharing if v == 1.0)}/{len(overhead.sharing)} measured "
+        "iterations.",
+        f"- Target ≤ 1.10×: {target(overhead.ratio)}"
+        + (f"; with the answer cache {target(overhead.cache_ratio)}" if overhead.has_cache else "")
+        + ".",
+        "",
+        overhead_table(overhead),
+        "",
+        overhead_breakdown(overhead),
+        "",
+        "Per round (the iterations of a round ran back to back), KickstartPPO ÷ PPO: "
+        + _paired("KickstartPPO", overhead.paired_ratios)
+        + (
+            "; with the answer cache ÷ PPO: " + _paired("it", overhead.cache_paired_ratios)
+            if overhead.has_cache
+            else ""
+        )
+        + ".",
+    ]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------
@@ -431,31 +533,7 @@ def render_parts(
         ]
         parts[task.task.name] = "\n".join(lines)
     if overhead is not None:
-        parts["overhead"] = "\n".join(
-            [
-                "### Overhead: seconds per training iteration",
-                "",
-                *run_lines(args, machine, date),
-                f"- CartPole-v1, batch {overhead.batch}, same seed, model size, minibatches "
-                "and epochs; the two algorithms were built in one process and trained "
-                f"alternately (ABBA order), {overhead.warmup} warm-up iteration(s) each not "
-                f"counted; teacher: {overhead.teacher_source}, budgets lifted so that it "
-                f"answered in {sum(1 for v in overhead.sharing if v == 1.0)}/"
-                f"{len(overhead.sharing)} measured iterations.",
-                f"- Target ≤ 1.10×: **{'met' if overhead.ratio <= 1.10 else 'missed'}** "
-                f"({overhead.ratio:.3f}×).",
-                "",
-                overhead_table(overhead),
-                "",
-                overhead_breakdown(overhead),
-                "",
-                "Per round (the two iterations ran back to back), KickstartPPO ÷ PPO: "
-                + ", ".join(f"{r:.2f}" for r in overhead.paired_ratios)
-                + f" (median {statistics.median(overhead.paired_ratios):.2f}; KickstartPPO "
-                f"slower in {sum(r > 1 for r in overhead.paired_ratios)} of "
-                f"{len(overhead.paired_ratios)} rounds).",
-            ]
-        )
+        parts["overhead"] = render_overhead(overhead, args, run_lines(args, machine, date))
     return parts
 
 
@@ -482,7 +560,12 @@ def results_json(
         "overhead": None,
     }
     if overhead is not None:
-        out["overhead"] = {**dataclasses.asdict(overhead), "ratio": overhead.ratio}
+        out["overhead"] = {
+            **dataclasses.asdict(overhead),
+            "ratio": overhead.ratio,
+            "cache_ratio": overhead.cache_ratio,
+            "cached_share": overhead.cached_share,
+        }
     return jsonable(out)
 
 

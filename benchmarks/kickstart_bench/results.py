@@ -27,6 +27,7 @@ EPSILON_BASIC_KEY = "kickstart/epsilon_basic_composition"
 DELTA_BASIC_KEY = "kickstart/delta_basic_composition"
 ASKED_KEY = "kickstart/teacher_asked"
 CACHED_KEY = "kickstart/teacher_cached"
+CACHE_SIZE_KEY = "kickstart/teacher_cache_size"
 RELEASES_KEY = "privacy/releases"
 ANSWERED_KEY = "kickstart/teacher_answered"
 SHARING_KEY = "kickstart/teacher_sharing"
@@ -120,7 +121,32 @@ class TaskResult:
 
 @dataclasses.dataclass
 class OverheadResult:
-    """Per-iteration wall times of KickstartPPO (Dirichlet) and PPO, measured alternately."""
+    """Per-iteration wall times of KickstartPPO (Dirichlet) and PPO, measured in turn.
+
+    The ``cache_*`` fields are the third algorithm, KickstartPPO with the teacher's answer
+    cache of ``cache_bits`` bits (``--overhead-cache-bits``); 0 and empty lists where it was
+    not measured. They have defaults so that the JSON of runs before it still loads
+    (``OverheadResult(**fields)``).
+
+    Attributes:
+        kickstart_s: Seconds of each measured KickstartPPO iteration.
+        ppo_s: Seconds of each measured PPO iteration.
+        teacher_answer_s: Seconds per KickstartPPO iteration in the teacher's answer calls.
+        teacher_rollout_s: Seconds per KickstartPPO iteration in rollout start and stats.
+        warmup: Rounds not counted.
+        batch: Train batch size (states the teacher is asked per iteration).
+        sharing: ``teacher_sharing`` after each measured KickstartPPO iteration.
+        teacher_source: What the teacher was.
+        cache_bits: SimHash code length of the cache arm (0: not measured).
+        cache_s: Seconds of each measured iteration of the cache arm.
+        cache_answer_s: Its seconds per iteration in the teacher's answer calls.
+        cache_rollout_s: Its seconds per iteration in rollout start and stats.
+        cache_asked: States it sent to the teacher, per measured iteration.
+        cache_cached: Of those, the states served from the cache (no release).
+        cache_answered: Fresh releases (states of new codes), per measured iteration.
+        cache_size: Distinct codes in the cache after each measured iteration.
+
+    """
 
     kickstart_s: list[float]
     ppo_s: list[float]
@@ -130,6 +156,14 @@ class OverheadResult:
     batch: int
     sharing: list[float]
     teacher_source: str
+    cache_bits: int = 0
+    cache_s: list[float] = dataclasses.field(default_factory=list)
+    cache_answer_s: list[float] = dataclasses.field(default_factory=list)
+    cache_rollout_s: list[float] = dataclasses.field(default_factory=list)
+    cache_asked: list[float] = dataclasses.field(default_factory=list)
+    cache_cached: list[float] = dataclasses.field(default_factory=list)
+    cache_answered: list[float] = dataclasses.field(default_factory=list)
+    cache_size: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def kickstart_median(self) -> float:
@@ -146,12 +180,43 @@ class OverheadResult:
     @property
     def paired_ratios(self) -> list[float]:
         """KickstartPPO / PPO seconds within each round (the two ran back to back)."""
-        return [k / p for k, p in zip(self.kickstart_s, self.ppo_s, strict=True)]
+        return _round_ratios(self.kickstart_s, self.ppo_s)
 
     @property
     def teacher_median(self) -> float:
         totals = [a + b for a, b in zip(self.teacher_answer_s, self.teacher_rollout_s, strict=True)]
         return statistics.median(totals) if totals else math.nan
+
+    @property
+    def has_cache(self) -> bool:
+        """Whether the answer-cache arm was measured."""
+        return self.cache_bits > 0 and bool(self.cache_s)
+
+    @property
+    def cache_median(self) -> float:
+        """Median seconds per iteration of the cache arm; NaN where it was not measured."""
+        return statistics.median(self.cache_s) if self.cache_s else math.nan
+
+    @property
+    def cache_ratio(self) -> float:
+        """Median seconds of the cache arm / PPO's (NaN where it was not measured)."""
+        return self.cache_median / self.ppo_median
+
+    @property
+    def cache_paired_ratios(self) -> list[float]:
+        """Cache arm / PPO seconds within each round; none where it was not measured."""
+        return _round_ratios(self.cache_s, self.ppo_s) if self.cache_s else []
+
+    @property
+    def cached_share(self) -> float:
+        """States served from the cache / states asked, over every measured iteration."""
+        asked = sum(self.cache_asked)
+        return sum(self.cache_cached) / asked if asked > 0 else math.nan
+
+
+def _round_ratios(seconds: list[float], ppo_s: list[float]) -> list[float]:
+    """Seconds / PPO's seconds within each round (the iterations of a round ran back to back)."""
+    return [s / p for s, p in zip(seconds, ppo_s, strict=True)]
 
 
 # --------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ recorded as it finishes in ``kickstart_trials.json`` in the storage folder (a
 only the trials not recorded there (or whose settings changed) and reads the others back
 from their Tune folders. A progress line per finished trial gives done/total and an ETA.
 
-Overhead: KickstartPPO and PPO built in one process and trained alternately.
+Overhead: KickstartPPO, PPO and (optionally) KickstartPPO with the teacher's answer cache,
+built in one process and trained in turn, the order rotated every round.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ from kickstart_bench.plan import (
 )
 from kickstart_bench.report import format_steps, task_results
 from kickstart_bench.results import (
+    ANSWERED_KEY,
+    ASKED_KEY,
+    CACHE_SIZE_KEY,
+    CACHED_KEY,
     STEPS_KEY,
     OverheadResult,
     RunResult,
@@ -576,8 +581,45 @@ class _TimedTeacher:
         return out
 
 
+#: The overhead's algorithms (``ARMS`` names): KickstartPPO with the Dirichlet teacher, PPO.
+KICKSTART_ARM, PPO_ARM = "privacy-aware", "no-kickstart"
+#: The third one, with ``--overhead-cache-bits`` > 0: the same KickstartPPO with the
+#: teacher's answer cache.
+CACHE_ARM = "answer-cache"
+#: Cumulative teacher counts the cache arm reports per iteration (rllib_privacy.utils.metrics).
+CACHE_COUNT_KEYS = {
+    "asked": ASKED_KEY,
+    "cached": CACHED_KEY,
+    "answered": ANSWERED_KEY,
+    "cache_size": CACHE_SIZE_KEY,
+}
+
+
+def rotation(names: Sequence[str], round_index: int) -> tuple[str, ...]:
+    """The order in which ``names`` train in round ``round_index``: rotated by the round.
+
+    Over any n consecutive rounds each of the n algorithms trains once in every position,
+    so a drift linear in time adds the same to each one's total (for two this is ABBA:
+    AB, BA, AB, ...; for three ABC, BCA, CAB).
+    """
+    shift = round_index % len(names)
+    return (*names[shift:], *names[:shift])
+
+
+def result_value(result: Mapping[str, Any], key: str) -> float:
+    """A metric of an ``Algorithm.train()`` result by its ``a/b`` key (results are nested)."""
+    value: Any = result
+    for part in key.split("/"):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return to_float(value)
+
+
 def _overhead_algos(args: argparse.Namespace, teacher_checkpoint: str) -> tuple[dict, int]:
-    """(arm → built algorithm, batch) of KickstartPPO (Dirichlet) and PPO on CartPole."""
+    """(arm → built algorithm, batch) of KickstartPPO (Dirichlet), PPO and the cache arm.
+
+    The cache arm (``args.overhead_cache_bits`` > 0) is the privacy-aware arm with
+    ``teacher_cache_bits`` set and nothing else changed.
+    """
     ppo, kickstart = split_student_config(load_yaml_config(args.student_config))
     if args.quick:
         ppo.update(QUICK_PPO)
@@ -591,10 +633,18 @@ def _overhead_algos(args: argparse.Namespace, teacher_checkpoint: str) -> tuple[
         else 1.0,
         "teacher_seed": args.seed,
     }
+    arms = {KICKSTART_ARM: ARMS[KICKSTART_ARM], PPO_ARM: ARMS[PPO_ARM]}
+    if args.overhead_cache_bits:
+        aware = ARMS[KICKSTART_ARM]
+        arms[CACHE_ARM] = dataclasses.replace(
+            aware,
+            name=CACHE_ARM,
+            overrides={**aware.overrides, "teacher_cache_bits": args.overhead_cache_bits},
+        )
     algos = {}
-    for arm_name in ("privacy-aware", "no-kickstart"):
+    for name, arm in arms.items():
         config, _ = arm_config(
-            ARMS[arm_name],
+            arm,
             ppo=ppo,
             kickstart=kickstart,
             env=TASKS["cartpole"].env,
@@ -602,64 +652,99 @@ def _overhead_algos(args: argparse.Namespace, teacher_checkpoint: str) -> tuple[
             smoothing=args.smoothing,
         )
         config.debugging(seed=args.seed)
-        algos[arm_name] = config.build_algo()
+        algos[name] = config.build_algo()
     return algos, int(ppo.get("train_batch_size_per_learner", 4000))
 
 
 def run_overhead(args: argparse.Namespace, teacher_checkpoint: str | None) -> OverheadResult:
-    """KickstartPPO (Dirichlet) vs PPO seconds per iteration, alternating, after a warm-up."""
+    """Seconds per iteration of KickstartPPO (Dirichlet), PPO and the cache arm, in turn.
+
+    Each round trains every algorithm once, in an order rotated every round (``rotation``);
+    the first ``args.overhead_warmup`` rounds are not counted. The cache arm's teacher
+    counts (states asked, served from the cache, fresh releases) are per iteration: the
+    differences of the cumulative counts it reports.
+    """
     source = "this run's CartPole teacher"
     if teacher_checkpoint is None:
         teacher_checkpoint = _quick_teacher(args)
         source = "a (64, 64) PPO teacher trained for one iteration (weights do not change cost)"
     algos, batch = _overhead_algos(args, teacher_checkpoint)
-    timer = _TimedTeacher(algos["privacy-aware"]._teacher)
-    times: dict[str, list[float]] = {"privacy-aware": [], "no-kickstart": []}
-    answer_s: list[float] = []
-    rollout_s: list[float] = []
+    names = tuple(algos)
+    timers = {name: _TimedTeacher(algos[name]._teacher) for name in names if name != PPO_ARM}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    teacher_s: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in timers}
     sharing: list[float] = []
+    counts: dict[str, list[float]] = {field: [] for field in CACHE_COUNT_KEYS}
+    before = dict.fromkeys(CACHE_COUNT_KEYS, 0.0)  # the cache arm's counts so far
     try:
         total = args.overhead_warmup + args.overhead_iterations
         progress = Progress(total)
         for i in range(total):
-            # ABBA: alternate which one goes first so that slow drift cancels.
-            order = ("privacy-aware", "no-kickstart")
-            order = order if i % 2 == 0 else order[::-1]
-            for name in order:
+            warmup = i < args.overhead_warmup
+            for name in rotation(names, i):
                 start = time.perf_counter()
                 result = algos[name].train()
                 elapsed = time.perf_counter() - start
-                if i < args.overhead_warmup:
+                # Taken every iteration, so that warm-up seconds are not counted later.
+                answer, rollout, calls = timers[name].take() if name in timers else (0.0, 0.0, 1)
+                if name == CACHE_ARM:
+                    now = _cache_counts(result)
+                    if not warmup:
+                        for field, value in now.items():
+                            # The cache's size is a level, the others are cumulative counts.
+                            step = value if field == "cache_size" else value - before[field]
+                            counts[field].append(step)
+                    before = now
+                if warmup:
                     continue
                 times[name].append(elapsed)
-                if name == "privacy-aware":
-                    answer, rollout, calls = timer.take()
+                if name in timers:
                     if calls == 0:
                         raise BenchmarkError(
-                            "overhead: the learner did not call the wrapped teacher client; "
-                            "the teacher time breakdown would be wrong"
+                            f"overhead: {name}'s learner did not call the wrapped teacher "
+                            "client; the teacher time breakdown would be wrong"
                         )
-                    answer_s.append(answer)
-                    rollout_s.append(rollout)
+                    teacher_s[name][0].append(answer)
+                    teacher_s[name][1].append(rollout)
+                if name == KICKSTART_ARM:
                     sharing.append(float(result.get("teacher_sharing", math.nan)))
-            if i < args.overhead_warmup:
-                timer.take()
-            progress.advance(
-                "overhead iteration" + (" (warm-up)" if i < args.overhead_warmup else "")
-            )
+            progress.advance("overhead iteration" + (" (warm-up)" if warmup else ""))
     finally:
         for algo in algos.values():
             algo.stop()
+    cache_answer_s, cache_rollout_s = teacher_s.get(CACHE_ARM, ([], []))
     return OverheadResult(
-        kickstart_s=times["privacy-aware"],
-        ppo_s=times["no-kickstart"],
-        teacher_answer_s=answer_s,
-        teacher_rollout_s=rollout_s,
+        kickstart_s=times[KICKSTART_ARM],
+        ppo_s=times[PPO_ARM],
+        teacher_answer_s=teacher_s[KICKSTART_ARM][0],
+        teacher_rollout_s=teacher_s[KICKSTART_ARM][1],
         warmup=args.overhead_warmup,
         batch=batch,
         sharing=sharing,
         teacher_source=source,
+        cache_bits=args.overhead_cache_bits if CACHE_ARM in algos else 0,
+        cache_s=times.get(CACHE_ARM, []),
+        cache_answer_s=cache_answer_s,
+        cache_rollout_s=cache_rollout_s,
+        cache_asked=counts["asked"],
+        cache_cached=counts["cached"],
+        cache_answered=counts["answered"],
+        cache_size=counts["cache_size"],
     )
+
+
+def _cache_counts(result: Mapping[str, Any]) -> dict[str, float]:
+    """The cache arm's cumulative teacher counts from one result.
+
+    Raises:
+        BenchmarkError: A count is missing (the table would report what was not measured).
+
+    """
+    out = {field: result_value(result, key) for field, key in CACHE_COUNT_KEYS.items()}
+    missing = [CACHE_COUNT_KEYS[field] for field, value in out.items() if math.isnan(value)]
+    if missing:
+        raise BenchmarkError(f"overhead: the answer-cache arm reported no {', '.join(missing)}")
+    return out
 
 
 def _quick_teacher(args: argparse.Namespace) -> str:

@@ -155,7 +155,8 @@ _MACHINE = {
 }
 
 
-def _overhead(bench, kickstart_s, ppo_s, answer_s, rollout_s=None):
+def _overhead(bench, kickstart_s, ppo_s, answer_s, rollout_s=None, **cache):
+    """An OverheadResult; without ``cache`` fields as a run before the cache arm wrote it."""
     return bench.OverheadResult(
         kickstart_s=kickstart_s,
         ppo_s=ppo_s,
@@ -165,6 +166,7 @@ def _overhead(bench, kickstart_s, ppo_s, answer_s, rollout_s=None):
         batch=2000,
         sharing=[1.0] * len(kickstart_s),
         teacher_source="test",
+        **cache,
     )
 
 
@@ -440,6 +442,210 @@ def test_tradeoff_table_gives_both_accountings_of_the_same_runs(bench) -> None:
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert cells[0] == "no-kickstart" and cells[1] == cells[2] == "—"
     assert cells[6] == "0.79×"
+
+
+# --------------------------------------------------------------------------------------
+# The overhead's answer-cache arm (a fake algorithm: no Ray).
+# --------------------------------------------------------------------------------------
+
+
+def _cached_overhead(bench):
+    return _overhead(
+        bench,
+        [2.2, 2.0, 2.1],
+        [2.0, 1.9, 2.0],
+        [0.05, 0.04, 0.06],
+        cache_bits=24,
+        cache_s=[2.4, 1.9, 2.3],
+        cache_answer_s=[0.03, 0.02, 0.04],
+        cache_rollout_s=[0.01, 0.01, 0.01],
+        cache_asked=[2000.0, 2000.0, 2000.0],
+        cache_cached=[1500.0, 1800.0, 1900.0],
+        cache_answered=[500.0, 200.0, 100.0],
+        cache_size=[1200.0, 1400.0, 1500.0],
+    )
+
+
+def test_cache_arm_has_its_row_ratio_and_breakdown(bench, tmp_path: Path) -> None:
+    result = _cached_overhead(bench)
+    assert result.has_cache
+    assert result.cache_ratio == pytest.approx(2.3 / 2.0)  # medians
+    assert result.cache_paired_ratios == pytest.approx([1.2, 1.0, 1.15])
+    assert result.cached_share == pytest.approx(5200 / 6000)
+    rows = bench.overhead_table(result).splitlines()[2:]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "KickstartPPO (Dirichlet teacher)",
+        "KickstartPPO (Dirichlet teacher, answer cache 24 bits)",
+        "PPO (no teacher)",
+    ]
+    cells = [c.strip() for c in rows[1].strip("|").split("|")]
+    assert cells[1:] == ["3", "2.30", "1.90 – 2.40", "1.150×"]
+    breakdown = bench.overhead_breakdown(result)
+    assert "With the answer cache (24 bits)" in breakdown
+    assert "answers (SimHash codes of the states, cache look-ups, Dirichlet draws for new " in (
+        breakdown
+    )
+    assert "of 2,000 states asked per iteration, 86.7% over the measured" in breakdown
+    assert "(200 fresh releases per iteration; 1500 codes cached at the end)" in breakdown
+    assert "Median cache arm − median PPO: +300 ms." in breakdown
+    part = bench.render_parts([], result, _args(bench, tmp_path), _MACHINE, "d")["overhead"]
+    assert "the three algorithms" in part and "`teacher_cache_bits: 24`" in part
+    assert "rotated every round (ABC, BCA, CAB" in part
+    assert "Target ≤ 1.10×: **met** (1.050×); with the answer cache **missed** (1.150×)." in part
+    assert "with the answer cache ÷ PPO: 1.20, 1.00, 1.15 (median 1.15; it slower in 2 of 3" in (
+        part
+    )
+    out = bench.results_json([], result, _args(bench, tmp_path), _MACHINE, "d")["overhead"]
+    assert out["cache_bits"] == 24 and out["cache_cached"] == [1500.0, 1800.0, 1900.0]
+    assert out["cache_ratio"] == pytest.approx(1.15)
+    assert out["cached_share"] == pytest.approx(5200 / 6000)
+
+
+def test_a_result_without_the_cache_arm_reports_two_rows(bench, tmp_path: Path) -> None:
+    # The fields have defaults: the JSON of a run before the cache arm still loads.
+    result = _overhead(bench, [2.2, 2.0, 2.1], [2.0, 1.9, 2.0], [0.05, 0.04, 0.06])
+    assert not result.has_cache and math.isnan(result.cache_ratio)
+    assert math.isnan(result.cached_share) and result.cache_paired_ratios == []
+    assert len(bench.overhead_table(result).splitlines()) == 4  # header, rule, two rows
+    assert "answer cache" not in bench.overhead_breakdown(result)
+    part = bench.render_parts([], result, _args(bench, tmp_path), _MACHINE, "d")["overhead"]
+    assert "trained alternately (ABBA order)" in part and "answer cache" not in part
+    out = bench.results_json([], result, _args(bench, tmp_path), _MACHINE, "d")["overhead"]
+    assert out["cache_ratio"] is None and out["cache_s"] == []  # NaN is written as null
+    fields = {k: v for k, v in out.items() if k not in ("ratio", "cache_ratio", "cached_share")}
+    old = {k: v for k, v in fields.items() if not k.startswith("cache_")}
+    assert bench.OverheadResult(**old) == result
+
+
+def test_overhead_cache_bits_option(bench) -> None:
+    from rllib_privacy.teachers.answer_cache import MAX_CACHE_BITS
+
+    assert bench.MAX_CACHE_BITS == MAX_CACHE_BITS
+    assert bench.parse_args([]).overhead_cache_bits == bench.OVERHEAD_CACHE_BITS == 24
+    assert bench.parse_args(["--overhead-cache-bits", "0"]).overhead_cache_bits == 0
+    assert bench.parse_args(["--overhead-cache-bits", "256"]).overhead_cache_bits == 256
+    for bad in ("257", "-1", "1.5", "many"):
+        with pytest.raises(SystemExit):
+            bench.parse_args(["--overhead-cache-bits", bad])
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_rotation_puts_every_algorithm_in_every_position_and_cancels_linear_drift(
+    bench, n: int
+) -> None:
+    rotation = sys.modules["kickstart_bench.run"].rotation
+    names = tuple("ABCD"[:n])
+    rounds = [rotation(names, i) for i in range(2 * n)]
+    assert rounds[0] == names and rounds[n] == names
+    for name in names:
+        assert sorted(r.index(name) for r in rounds[:n]) == list(range(n))
+    # Under a drift linear in time each algorithm's slots add up to the same over n rounds.
+    slots = {name: sum(n * i + r.index(name) for i, r in enumerate(rounds[:n])) for name in names}
+    assert len(set(slots.values())) == 1
+    if n == 2:
+        assert rounds[:4] == [("A", "B"), ("B", "A"), ("A", "B"), ("B", "A")]  # ABBA
+
+
+class _FakeTeacher:
+    """A TeacherClient stand-in whose methods the overhead's timer wraps."""
+
+    def answer(self, observations):
+        return None
+
+    def start_rollout(self, *, expected_states: int):
+        return {}
+
+    def stats(self):
+        return {}
+
+
+class _FakeAlgo:
+    """``train()`` appends its name to ``log``; a kickstart arm calls its teacher like one.
+
+    The cache arm reports cumulative teacher counts, nested as RLlib nests ``a/b`` keys:
+    iteration t asks 100 states, of which 10·t came from the cache.
+    """
+
+    def __init__(self, name: str, log: list[str], *, teacher: bool, counts: bool) -> None:
+        self.name, self.log, self.counts = name, log, counts
+        self.iterations, self.stopped = 0, False
+        if teacher:
+            self._teacher = _FakeTeacher()
+
+    def train(self):
+        self.iterations += 1
+        self.log.append(self.name)
+        result = {"teacher_sharing": 1.0}
+        if hasattr(self, "_teacher"):
+            self._teacher.start_rollout(expected_states=100)
+            self._teacher.stats()
+            self._teacher.answer(None)
+        if self.counts:
+            t = self.iterations
+            cached = 10 * t * (t + 1) // 2  # cumulative: 10, 30, 60, ...
+            result["kickstart"] = {
+                "teacher_asked": 100 * t,
+                "teacher_cached": cached,
+                "teacher_answered": 100 * t - cached,
+                "teacher_cache_size": 100 * t - cached,
+            }
+        return result
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _fake_overhead(bench, monkeypatch, cache_bits: int, *, counts: bool = True):
+    run_module = sys.modules["kickstart_bench.run"]
+    log: list[str] = []
+    algos = {
+        "privacy-aware": _FakeAlgo("K", log, teacher=True, counts=False),
+        "no-kickstart": _FakeAlgo("P", log, teacher=False, counts=False),
+    }
+    if cache_bits:
+        algos["answer-cache"] = _FakeAlgo("C", log, teacher=True, counts=counts)
+
+    def fake_algos(args, teacher_checkpoint):
+        assert args.overhead_cache_bits == cache_bits and teacher_checkpoint == "/teacher"
+        return algos, 100
+
+    monkeypatch.setattr(run_module, "_overhead_algos", fake_algos)
+    argv = ["--overhead-only", "--overhead-warmup", "1", "--overhead-iterations", "3"]
+    args = bench.parse_args([*argv, "--overhead-cache-bits", str(cache_bits)])
+    return run_module.run_overhead, args, algos, log
+
+
+def test_run_overhead_rotates_three_algorithms_and_counts_the_cache(bench, monkeypatch) -> None:
+    run_overhead, args, algos, log = _fake_overhead(bench, monkeypatch, 24)
+    result = run_overhead(args, "/teacher")
+    # One warm-up round, then three measured ones; the order rotates every round.
+    assert "".join(log) == "KPC" + "PCK" + "CKP" + "KPC"
+    assert all(algo.stopped for algo in algos.values())
+    assert result.cache_bits == 24 and result.has_cache
+    assert len(result.kickstart_s) == len(result.ppo_s) == len(result.cache_s) == 3
+    assert len(result.cache_answer_s) == len(result.cache_rollout_s) == 3
+    assert result.sharing == [1.0, 1.0, 1.0]
+    # Per iteration, not cumulative, and without the warm-up's: iterations 2-4 of the fake.
+    assert result.cache_asked == [100.0, 100.0, 100.0]
+    assert result.cache_cached == [20.0, 30.0, 40.0]
+    assert result.cache_answered == [80.0, 70.0, 60.0]
+    assert result.cache_size == [170.0, 240.0, 300.0]  # a level (= fresh releases so far)
+    assert result.cached_share == pytest.approx(90 / 300)
+
+
+def test_run_overhead_without_the_cache_arm_alternates_two(bench, monkeypatch) -> None:
+    run_overhead, args, algos, log = _fake_overhead(bench, monkeypatch, 0)
+    result = run_overhead(args, "/teacher")
+    assert "".join(log) == "KP" + "PK" + "KP" + "PK"  # ABBA
+    assert not result.has_cache and result.cache_bits == 0 and result.cache_s == []
+    assert len(result.kickstart_s) == len(result.ppo_s) == 3
+
+
+def test_run_overhead_fails_when_the_cache_arm_reports_no_counts(bench, monkeypatch) -> None:
+    run_overhead, args, algos, _ = _fake_overhead(bench, monkeypatch, 24, counts=False)
+    with pytest.raises(bench.BenchmarkError, match="kickstart/teacher_asked"):
+        run_overhead(args, "/teacher")
+    assert all(algo.stopped for algo in algos.values())
 
 
 # --------------------------------------------------------------------------------------
