@@ -586,7 +586,8 @@ KICKSTART_ARM, PPO_ARM = "privacy-aware", "no-kickstart"
 #: The third one, with ``--overhead-cache-bits`` > 0: the same KickstartPPO with the
 #: teacher's answer cache.
 CACHE_ARM = "answer-cache"
-#: Cumulative teacher counts the cache arm reports per iteration (rllib_privacy.utils.metrics).
+#: Teacher counts the cache arm reports after each iteration (rllib_privacy.utils.metrics):
+#: totals since it was built, the cache's size a level.
 CACHE_COUNT_KEYS = {
     "asked": ASKED_KEY,
     "cached": CACHED_KEY,
