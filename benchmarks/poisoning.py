@@ -13,7 +13,7 @@ filter and refused by the check, wall time. Every finished trial is kept in
 ``--storage``/trials.json: rerunning the same command resumes the grid.
 See docs/components/ldp-a3c.md#untrusted-agents.
 
-Example (the full grid, about 30 minutes on 2 cores)::
+Example (the full grid, about 50 minutes on 2 cores)::
 
     python benchmarks/poisoning.py --runs 2 --write-results
 
@@ -162,8 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-submissions",
         type=int,
-        default=300_000,
-        help="submission cap of a run that does not solve (default 300000)",
+        default=600_000,
+        help=(
+            "submission cap of a run that does not solve (default 600000: about twice the "
+            "private-score quick start's median solved_at)"
+        ),
     )
     parser.add_argument("--config", default="tuned_configs/ldp_a3c.yaml", help="experiment file")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
