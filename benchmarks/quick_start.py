@@ -102,6 +102,8 @@ def run_once(config: str, extra: list[str], timeout: float) -> dict[str, Any]:
         "load_before": load_before,
         "load_after": load_average(),
         "stderr_tail": proc.stderr[-1500:] if proc.returncode else "",
+        # The last progress lines, for the docs' example output.
+        "progress_tail": [line for line in proc.stdout.splitlines() if line.startswith("[")][-3:],
     }
 
 
