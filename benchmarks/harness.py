@@ -365,6 +365,18 @@ class Progress:
 # --------------------------------------------------------------------------------------
 
 
+def nested_get(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``result["a"]["b"]`` for ``key = "a/b"`` (or a flat ``"a/b"`` entry)."""
+    if key in result:
+        return result[key]
+    value: Any = result
+    for part in key.split("/"):
+        if not isinstance(value, Mapping) or part not in value:
+            return default
+        value = value[part]
+    return value
+
+
 def jsonable(value: Any) -> Any:
     """``value`` with ∞ as ``"inf"``/``"-inf"`` and NaN as null (strict JSON), tuples as lists."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -33,6 +33,7 @@ from harness import (
     format_number,
     jsonable,
     load_json,
+    nested_get,
     run_resumable,
 )
 
@@ -607,14 +608,6 @@ def rotation(names: Sequence[str], round_index: int) -> tuple[str, ...]:
     return (*names[shift:], *names[:shift])
 
 
-def result_value(result: Mapping[str, Any], key: str) -> float:
-    """A metric of an ``Algorithm.train()`` result by its ``a/b`` key (results are nested)."""
-    value: Any = result
-    for part in key.split("/"):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return to_float(value)
-
-
 def _overhead_algos(args: argparse.Namespace, teacher_checkpoint: str) -> tuple[dict, int]:
     """(arm → built algorithm, batch) of KickstartPPO (Dirichlet), PPO and the cache arm.
 
@@ -741,7 +734,7 @@ def _cache_counts(result: Mapping[str, Any]) -> dict[str, float]:
         BenchmarkError: A count is missing (the table would report what was not measured).
 
     """
-    out = {field: result_value(result, key) for field, key in CACHE_COUNT_KEYS.items()}
+    out = {field: to_float(nested_get(result, key)) for field, key in CACHE_COUNT_KEYS.items()}
     missing = [CACHE_COUNT_KEYS[field] for field, value in out.items() if math.isnan(value)]
     if missing:
         raise BenchmarkError(f"overhead: the answer-cache arm reported no {', '.join(missing)}")

@@ -19,6 +19,7 @@ from harness import (
     format_number,
     jsonable,
     median_or_inf,
+    nested_get,
 )
 
 from pgc_a3c_bench.plan import BASELINE_ARMS, FAMILIES, PROTOCOL_TRIALS, Row, row_sort_key
@@ -206,18 +207,6 @@ def compute_rows(
 def incomplete_rows(results: Iterable[RowResult]) -> list[RowResult]:
     """The rows with fewer trials than required."""
     return [r for r in results if r.incomplete]
-
-
-def nested_get(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    """``result["a"]["b"]`` for ``key = "a/b"`` (or a flat ``"a/b"`` entry)."""
-    if key in result:
-        return result[key]
-    value: Any = result
-    for part in key.split("/"):
-        if not isinstance(value, Mapping) or part not in value:
-            return default
-        value = value[part]
-    return value
 
 
 def maybe_float(value: Any) -> float | None:

@@ -24,6 +24,7 @@ fails when ``rllib_privacy.mechanisms.__all__`` gains a name without an audit or
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -200,24 +201,40 @@ def test_gradient_mechanism_spec_on_torch_tensors_passes_with_power() -> None:
     assert result.supported_epsilon > 0.5 * epsilon, result
 
 
+def _assert_binary_audit_is_tight(
+    batch: Callable[[float, int, np.random.Generator], np.ndarray],
+    x: float,
+    x_adjacent: float,
+    *,
+    epsilon: float,
+    seed: int,
+) -> None:
+    """The audit of a two-output ε-mechanism passes and finds ε up to its sampling slack.
+
+    On the worst adjacent pair the outputs keep their sign with probability
+    1 / (1 + e^(-ε)), so the lower bound the audit can support is ε minus ``bound_slack``.
+    """
+    result = audit_mechanism(
+        None,
+        x,
+        x_adjacent,
+        epsilon=epsilon,
+        num_samples=BATCH_SAMPLES,
+        rng=np.random.default_rng(seed),
+        batch_mechanism=batch,
+    )
+    keep = 1.0 / (1.0 + math.exp(-epsilon))
+    assert result.passed, result
+    assert result.supported_epsilon > epsilon - bound_slack(keep, 1 - keep, result.num_estimation)
+
+
 def test_randomized_sign_per_coordinate_is_tight() -> None:
     epsilon, clip = 0.8, 1.0
 
     def batch(u: float, n: int, rng: np.random.Generator) -> np.ndarray:
         return randomized_sign(np.full(n, u), epsilon_per_coordinate=epsilon, clip=clip, rng=rng)
 
-    result = audit_mechanism(
-        None,
-        clip,
-        -clip,
-        epsilon=epsilon,
-        num_samples=BATCH_SAMPLES,
-        rng=np.random.default_rng(3),
-        batch_mechanism=batch,
-    )
-    keep = 1.0 / (1.0 + math.exp(-epsilon))
-    assert result.passed, result
-    assert result.supported_epsilon > epsilon - bound_slack(keep, 1 - keep, result.num_estimation)
+    _assert_binary_audit_is_tight(batch, clip, -clip, epsilon=epsilon, seed=3)
 
 
 def test_one_bit_score_mechanism_is_tight_on_the_range_ends() -> None:
@@ -228,18 +245,7 @@ def test_one_bit_score_mechanism_is_tight_on_the_range_ends() -> None:
     def batch(score: float, n: int, rng: np.random.Generator) -> np.ndarray:
         return mech.privatize(np.full(n, score), rng=rng).astype(np.float64)
 
-    result = audit_mechanism(
-        None,
-        high,
-        low,
-        epsilon=epsilon,
-        num_samples=BATCH_SAMPLES,
-        rng=np.random.default_rng(5),
-        batch_mechanism=batch,
-    )
-    keep = 1.0 / (1.0 + math.exp(-epsilon))
-    assert result.passed, result
-    assert result.supported_epsilon > epsilon - bound_slack(keep, 1 - keep, result.num_estimation)
+    _assert_binary_audit_is_tight(batch, high, low, epsilon=epsilon, seed=5)
 
 
 # ----------------------------------------------------------------- PrivUnitG / PrivUnit2
