@@ -16,6 +16,14 @@ is remembered with its state and k, and each minibatch's term is the mean over i
 samples and a uniform draw of that many remembered answers. Training again on a released
 answer is post-processing of the release: it costs no privacy, so the answers bought early in
 a budget keep teaching after the teacher stops sharing.
+
+Debiased answers (``kickstart_answer_target="debiased"``): a Dirichlet answer x ~ Dir(k·π̃) has
+mean π̃ = (1 − mη)·π + η, the teacher's policy squeezed towards uniform. Its unbiased estimate
+of π is (x − η)/(1 − mη); the term uses it clipped at 0 and renormalized (a distribution again),
+with the Lemma 1 radius scaled by 1/(1 − mη) to the same units. This is post-processing of the
+release, with η a public setting, so it costs no privacy; it lets a teacher use a large η (a
+cheaper release: the Rényi cost falls steeply as η approaches 1/m) without teaching the student
+a near-uniform policy.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.answer_replay import AnswerReplay
 
 KICKSTART_LOSSES: tuple[str, ...] = ("thresholded_l2", "cross_entropy")
+#: What the term pulls the student towards: the released answer, or its debiased estimate of π.
+ANSWER_TARGETS: tuple[str, ...] = ("released", "debiased")
 
 #: Learner metric names (logged under the module id; the algorithm copies them to
 #: ``kickstart/...`` result keys).
@@ -68,6 +78,9 @@ class KickstartLossSettings:
         query_confidence: The threshold of ``"uncertain"``, in (0, 1].
         replay_size: Remembered answers added to each minibatch's term (0: no replay).
         replay_capacity: How many answers are remembered; the oldest go first.
+        answer_target: ``"released"`` (the answer x as released) or ``"debiased"``
+            ((x − η)/(1 − mη), clipped at 0 and renormalized; needs the teacher's η).
+        teacher_eta: The teacher's η (``teacher_eta``), used by the ``"debiased"`` target.
 
     """
 
@@ -79,6 +92,8 @@ class KickstartLossSettings:
     query_confidence: float = 0.9
     replay_size: int = 0
     replay_capacity: int = 100_000
+    answer_target: str = "released"
+    teacher_eta: float | None = None
 
     def __post_init__(self) -> None:
         """Validate; messages name the ``kickstart_*`` config keys."""
@@ -114,6 +129,18 @@ class KickstartLossSettings:
         ):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
                 raise PrivacyConfigError(f"{name} must be an int >= {low}, got {value!r}")
+        if self.answer_target not in ANSWER_TARGETS:
+            raise PrivacyConfigError(
+                f"kickstart_answer_target must be one of {list(ANSWER_TARGETS)}, got "
+                f"{self.answer_target!r}"
+            )
+        if self.answer_target == "debiased":
+            eta = self.teacher_eta
+            if isinstance(eta, bool) or not isinstance(eta, int | float) or not 0.0 < eta < 1.0:
+                raise PrivacyConfigError(
+                    "kickstart_answer_target 'debiased' needs the teacher's η (teacher_eta), a "
+                    f"number in (0, 1/m), got {eta!r}"
+                )
 
     def check_num_actions(self, num_actions: int) -> None:
         """Raise if the ``"uncertain"`` rule could never ask (threshold at or below 1/m)."""
@@ -124,6 +151,13 @@ class KickstartLossSettings:
                 f"probability is never below 1/m, so no state would be asked), got "
                 f"{self.query_confidence}"
             )
+        if self.answer_target == "debiased":
+            assert self.teacher_eta is not None
+            if self.teacher_eta * num_actions >= 1.0:
+                raise PrivacyConfigError(
+                    f"kickstart_answer_target 'debiased' needs teacher_eta below 1/m = "
+                    f"{1.0 / num_actions:.4g} for {num_actions} actions, got {self.teacher_eta}"
+                )
 
     @classmethod
     def from_config(cls, config: Any) -> KickstartLossSettings:
@@ -138,6 +172,8 @@ class KickstartLossSettings:
                 query_confidence=getattr(config, "kickstart_query_confidence", 0.9),
                 replay_size=getattr(config, "kickstart_answer_replay_size", 0),
                 replay_capacity=getattr(config, "kickstart_answer_replay_capacity", 100_000),
+                answer_target=getattr(config, "kickstart_answer_target", "released"),
+                teacher_eta=getattr(config, "teacher_eta", None),
             )
         values = dict((getattr(config, "learner_config_dict", None) or {}).get("kickstart", {}))
         allowed = {
@@ -149,6 +185,8 @@ class KickstartLossSettings:
             "query_confidence",
             "replay_size",
             "replay_capacity",
+            "answer_target",
+            "teacher_eta",
         }
         unknown = sorted(set(values) - allowed)
         if unknown:
@@ -242,7 +280,7 @@ class KickstartLossMixin(_MixinBase):
             in_loss = torch.ones(logits.shape[0], dtype=logits.dtype, device=logits.device)
         answered = batch[TEACHER_MASK].to(logits.dtype) * in_loss
         num_answered, num_in_loss = answered.sum(), in_loss.sum()
-        alpha = kickstart_alpha(batch[TEACHER_K].to(logits.dtype), settings)
+        teacher, alpha = self._kickstart_targets(teacher, batch[TEACHER_K].to(logits.dtype))
         per_sample, active = self._kickstart_per_sample(logits, teacher, alpha)
         active = active * answered
         term_sum, term_count = (per_sample * answered).sum(), num_answered
@@ -259,6 +297,20 @@ class KickstartLossMixin(_MixinBase):
         term = term_sum / torch.clamp(term_count, min=1.0)
         self.metrics.log_dict({LOSS_METRIC: term, **metrics}, key=module_id, window=1)
         return base + settings.coeff * term
+
+    def _kickstart_targets(self, policies: Any, k: Any) -> tuple[Any, Any]:
+        """(the term's target per row, α_λ per row): debiased where the settings say so."""
+        import torch
+
+        settings = self.kickstart_settings
+        alpha = kickstart_alpha(k, settings)
+        if settings.answer_target != "debiased":
+            return policies, alpha
+        assert settings.teacher_eta is not None
+        targets = debiased_answers(policies, k, eta=settings.teacher_eta)
+        # Lemma 1's radius bounds ‖x − π̃‖; the debiased target is (x − η)/(1 − mη).
+        scale = 1.0 - policies.shape[-1] * settings.teacher_eta
+        return targets, torch.where(torch.isfinite(k), alpha / scale, alpha)
 
     def _kickstart_per_sample(self, logits: Any, teacher: Any, alpha: Any) -> tuple[Any, Any]:
         """(φ_λ or the cross-entropy per sample, 1 where the term is active)."""
@@ -283,10 +335,10 @@ class KickstartLossMixin(_MixinBase):
         logits = self.module[module_id].forward_train(
             {Columns.OBS: torch.from_numpy(observations).to(device)}
         )[Columns.ACTION_DIST_INPUTS]
-        alpha = kickstart_alpha(torch.from_numpy(k).to(device, dtype), self.kickstart_settings)
-        per_sample, _ = self._kickstart_per_sample(
-            logits, torch.from_numpy(policies).to(device, dtype), alpha
+        targets, alpha = self._kickstart_targets(
+            torch.from_numpy(policies).to(device, dtype), torch.from_numpy(k).to(device, dtype)
         )
+        per_sample, _ = self._kickstart_per_sample(logits, targets, alpha)
         return per_sample.sum(), torch.tensor(float(len(k)), device=device, dtype=dtype)
 
     @override(Learner)
@@ -309,6 +361,35 @@ class KickstartLossMixin(_MixinBase):
             self._kickstart_connector.set_state(state[_CONNECTOR_STATE])
         if self._answer_replay is not None and _REPLAY_STATE in state:
             self._answer_replay.load_state_dict(state[_REPLAY_STATE])
+
+
+def debiased_answers(policies: Any, k: Any, *, eta: float) -> Any:
+    """The teacher's policy estimated from Dirichlet answers: (x − η)/(1 − mη), clipped.
+
+    A release x ~ Dir(k·π̃) of the restricted policy π̃ = (1 − mη)·π + η has E[x] = π̃, so
+    (x − η)/(1 − mη) is an unbiased estimate of π. Rows leave the simplex where the noise is
+    large; they are clipped at 0 and renormalized, which biases them towards less confident
+    policies but keeps the term bounded. Rows with k = ∞ (no mechanism: the raw policy) and
+    unanswered rows (k = 0) are returned unchanged. Post-processing: no privacy cost.
+
+    Args:
+        policies: (N, m) tensor of released answers.
+        k: (N,) tensor of the k each answer was drawn with.
+        eta: The teacher's η in (0, 1/m).
+
+    Returns:
+        (N, m) tensor of targets (rows sum to 1).
+
+    """
+    import torch
+
+    scale = 1.0 - policies.shape[-1] * eta
+    estimate = torch.clamp((policies - eta) / scale, min=0.0)
+    total = estimate.sum(dim=-1, keepdim=True)
+    # A row whose estimate is all zeros cannot occur (the entries sum to 1 before clipping).
+    estimate = estimate / torch.clamp(total, min=torch.finfo(policies.dtype).tiny)
+    released = torch.isfinite(k) & (k > 0)
+    return torch.where(released.unsqueeze(-1), estimate, policies)
 
 
 def kickstart_alpha(k: Any, settings: KickstartLossSettings) -> Any:

@@ -34,9 +34,10 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import (
     KickstartLossMixin,
     KickstartLossSettings,
+    debiased_answers,
     kickstart_alpha,
 )
-from rllib_privacy.mechanisms.dirichlet import kickstart_threshold
+from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism, kickstart_threshold
 from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
 from rllib_privacy.teachers import (
     DirichletTeacher,
@@ -568,3 +569,70 @@ def test_per_release_delta_at_or_above_the_delta_budget_is_a_config_error(
     config.teacher(
         teacher_composition="rdp", teacher_delta_budget=1e-5
     ).validate_kickstart_settings()
+
+
+# ---- debiased answers -------------------------------------------------------------------
+
+
+def test_debiased_answers_are_unbiased_for_the_teacher_policy() -> None:
+    """E[(x − η)/(1 − mη)] = π for x ~ Dir(k·π̃); here clipping never binds (12 σ away)."""
+    policy, eta, k, n = np.array([0.7, 0.3]), 0.2, 200.0, 20_000
+    answers = dirichlet_mechanism(
+        np.tile(policy, (n, 1)), k=k, eta=eta, rng=np.random.default_rng(7)
+    )
+    targets = debiased_answers(
+        torch.as_tensor(answers, dtype=torch.float64), torch.full((n,), k), eta=eta
+    ).numpy()
+    restricted = (1 - 2 * eta) * policy + eta
+    # sd of one debiased row: sqrt(π̃(1 − π̃)/(k + 1))/(1 − mη); 5 standard errors of the
+    # mean (false-failure rate below 1e-6).
+    sd = np.sqrt(restricted[0] * (1 - restricted[0]) / (k + 1)) / (1 - 2 * eta)
+    assert abs(targets[:, 0].mean() - policy[0]) < 5 * sd / np.sqrt(n)
+    # The released answers themselves centre on π̃, not π: the bias the target removes.
+    assert abs(answers[:, 0].mean() - restricted[0]) < 5 * sd * (1 - 2 * eta) / np.sqrt(n)
+    assert abs(restricted[0] - policy[0]) > 100 * sd / np.sqrt(n)
+
+
+def test_debiased_answers_clip_to_the_simplex_and_leave_other_rows_alone() -> None:
+    policies = torch.tensor([[0.95, 0.05], [0.5, 0.5], [0.25, 0.75], [0.9, 0.1], [0.0, 0.0]])
+    k = torch.tensor([100.0, 100.0, 100.0, math.inf, 0.0])
+    targets = debiased_answers(policies, k, eta=0.4).numpy()
+    # (0.95 − 0.4)/0.2 = 2.75 and (0.05 − 0.4)/0.2 < 0: clipped to (1, 0).
+    np.testing.assert_allclose(targets[0], [1.0, 0.0])
+    np.testing.assert_allclose(targets[1], [0.5, 0.5])
+    np.testing.assert_allclose(targets[2], [0.0, 1.0])
+    np.testing.assert_allclose(targets[3], [0.9, 0.1])  # k = ∞: the raw policy, unchanged
+    np.testing.assert_allclose(targets[4], [0.0, 0.0])  # unanswered: unchanged (masked)
+    assert np.all(targets[:4] >= 0) and np.allclose(targets[:4].sum(axis=1), 1.0)
+
+
+def test_debiased_term_pulls_towards_the_estimate_with_the_radius_in_its_units() -> None:
+    settings = KickstartLossSettings(coeff=1.0, lam=0.5, answer_target="debiased", teacher_eta=0.2)
+    student = np.array([[0.5, 0.5]])
+    teacher = np.array([[0.62, 0.38]])  # debiased: (0.62 − 0.2)/0.6 = 0.7
+    loss, logged = _loss(settings, student, teacher, k=np.array([50.0]))
+    assert loss == pytest.approx(np.sqrt(2) * 0.2, rel=1e-5)
+    alpha = kickstart_threshold(k=50.0, beta=0.05, lam=0.5) / 0.6
+    assert logged["kickstart_alpha_lambda"] == pytest.approx(alpha, rel=1e-5)
+    released, _ = _loss(KickstartLossSettings(coeff=1.0, lam=0.0), student, teacher)
+    assert released == pytest.approx(np.sqrt(2) * 0.12, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"answer_target": "mean"}, "kickstart_answer_target"),
+        ({"answer_target": "debiased"}, "teacher_eta"),
+        ({"answer_target": "debiased", "teacher_eta": 0.0}, "teacher_eta"),
+    ],
+)
+def test_bad_answer_target_settings_name_the_key(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(PrivacyConfigError, match=match):
+        KickstartLossSettings(**kwargs)
+
+
+def test_debiased_target_needs_eta_below_one_over_m() -> None:
+    settings = KickstartLossSettings(answer_target="debiased", teacher_eta=0.3)
+    settings.check_num_actions(3)  # 0.3 < 1/3
+    with pytest.raises(PrivacyConfigError, match="below 1/m"):
+        settings.check_num_actions(4)

@@ -122,6 +122,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             "kickstart_query_confidence",
             "kickstart_answer_replay_size",
             "kickstart_answer_replay_capacity",
+            "kickstart_answer_target",
         ),
         "privacy": ("privacy_journal_dir",),
     }
@@ -144,6 +145,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         self.kickstart_query_confidence = loss_defaults.query_confidence
         self.kickstart_answer_replay_size = loss_defaults.replay_size
         self.kickstart_answer_replay_capacity = loss_defaults.replay_capacity
+        self.kickstart_answer_target = loss_defaults.answer_target
         self.privacy_journal_dir: str | None = None
 
     def teacher(
@@ -226,6 +228,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         kickstart_query_confidence: float = NotProvided,
         kickstart_answer_replay_size: int = NotProvided,
         kickstart_answer_replay_capacity: int = NotProvided,
+        kickstart_answer_target: str = NotProvided,
     ) -> Self:
         """Sets the student's privacy-aware kickstart term (eq. 15-17).
 
@@ -245,6 +248,10 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
                 post-processing: it spends no budget.
             kickstart_answer_replay_capacity: How many answers are remembered (the oldest
                 go first); part of the learner's checkpoint.
+            kickstart_answer_target: ``released`` (the term pulls towards the answer as
+                released) or ``debiased`` (towards (x − η)/(1 − mη), clipped at 0 and
+                renormalized: the teacher's policy estimated from the answer, free
+                post-processing that undoes the restriction to Δ_{m,η}).
 
         Returns:
             This updated config.
