@@ -133,9 +133,22 @@ def report(
 
 
 def print_summary(outcome: Outcome) -> bool:
-    """Print one experiment's summary; return whether any of its trials errored."""
+    """Print one experiment's summary; return whether any of its trials errored.
+
+    A journal repaired during the run is named whatever became of the experiment: a run
+    that Tune failed or that was interrupted is just the one after which the user must know
+    that a torn release was dropped (the worker's own warning shows only with ``-v``).
+    """
+    print(f"\nExperiment {outcome.experiment.name!r}: {outcome.experiment.path}")
+    errored = _print_trials(outcome)
+    for notice in journal_repairs(outcome.experiment.path):
+        print(f"  notice: {notice}")
+    return errored
+
+
+def _print_trials(outcome: Outcome) -> bool:
+    """The summary's trial lines (counts, errors, best trial); whether a trial errored."""
     exp, grid = outcome.experiment, outcome.grid
-    print(f"\nExperiment {exp.name!r}: {exp.path}")
     if grid is None and outcome.failure is not None:
         print(f"  Tune failed before returning its results: {outcome.failure}")
         for trial_dir, error in trial_errors(exp.path):
@@ -166,8 +179,6 @@ def print_summary(outcome: Outcome) -> bool:
             print(f"  {note}")
         if best.checkpoint is not None:
             print(f"  checkpoint: {best.checkpoint.path}")
-    for notice in journal_repairs(exp.path):
-        print(f"  notice: {notice}")
     return errored > 0
 
 
