@@ -1,14 +1,17 @@
 """The config keys of every algorithm ``rllib train`` can run, readable without Ray.
 
 ``rllib train`` rejects a missing file, an unknown experiment key, an unknown algorithm, a
-misspelled config key or a value of the wrong kind in well under a second: these checks
+misspelled config key, a value of the wrong kind or a value the config class refuses on its
+own (a negative ε, an unknown mechanism) in well under a second: these checks
 ([rllib_privacy.experiments.precheck][]) read ``config_keys.json`` next to this module
 instead of importing Ray, RLlib and torch (seconds) to ask the config classes.
 
 The table is generated from the config classes themselves (``build_table``: the keys of
 [`allowed_config_keys`][rllib_privacy.algorithms.config_keys.allowed_config_keys], the
-classes' renamed keys and declared nested keys, and the kind of each of this package's
-keys' default value) and a test checks that the file matches them. It also records the Ray
+classes' renamed keys and declared nested keys, the kind of each of this package's keys'
+default value, and the values each class refuses with one message whatever the other keys
+say, found by validating probes: `probe_refusals`) and a test checks that the file matches
+them. It also records the Ray
 version and a hash of the modules defining this package's config classes: a table that no
 longer matches them is not used (the checks then wait for the full validation, seconds
 later, rather than reject a key added since). After changing a config class or upgrading
@@ -41,6 +44,8 @@ __all__ = [
     "is_current",
     "load_table",
     "main",
+    "probe_refusals",
+    "refusal",
     "source_fingerprint",
 ]
 
@@ -98,6 +103,8 @@ class AlgorithmKeys:
         renamed: Old key names the class translates ({old: new}).
         nested: Declared keys of nested dicts ({key: allowed names}).
         kinds: This package's keys with a bool, number or str default: that kind.
+        refused: Values the config class refuses whatever else the config says, found by
+            `probe_refusals` ({key: rule}; see `refusal`).
 
     """
 
@@ -109,6 +116,7 @@ class AlgorithmKeys:
             k: frozenset(v) for k, v in entry.get("nested", {}).items()
         }
         self.kinds: dict[str, str] = dict(entry.get("kinds", {}))
+        self.refused: dict[str, dict[str, Any]] = dict(entry.get("refused", {}))
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,6 +148,173 @@ def _kind(value: Any) -> str | None:
     return next((kind for cls, kind in _KIND_OF_TYPE if isinstance(value, cls)), None)
 
 
+#: Where a recorded message shows the refused value.
+_VALUE = "{value}"
+#: Negative values probed: each must be refused with the same message but for the value.
+_NEGATIVE_PROBES = (-2.5, -7.25, -1e300)
+#: Strings probed: a plain word and a class path (a key taking class paths is no choice key).
+_STRING_PROBES = ("no_such_value", "no_such_module:NoSuchClass")
+
+
+def _probe(
+    algo_cls: type, key: str | None, value: Any, base: dict[str, Any] | None = None
+) -> str | None:
+    """The full validation's message for ``base`` with ``{key: value}`` (None: valid)."""
+    from rllib_privacy.experiments.validate import validate_variants
+
+    config = dict(base or {})
+    if key is not None:
+        config[key] = value
+    try:
+        validate_variants(config, algo_cls, 1, "")
+    except Exception as e:  # noqa: BLE001 - whatever the config class raises is its answer
+        return str(e)
+    return None
+
+
+def _template(message: str | None, key: str, value: Any) -> str | None:
+    """``message`` with the one ``repr(value)`` in it replaced by ``{value}``, if it names key."""
+    text = repr(value)
+    if message is None or key not in message or message.count(text) != 1:
+        return None
+    return message.replace(text, _VALUE)
+
+
+def _common_template(algo_cls: type, key: str, probes: Sequence[Any]) -> str | None:
+    """The one message, but for the value, with which every probe is refused (or None)."""
+    first, *others = probes
+    template = _template(_probe(algo_cls, key, first), key, first)
+    if template is None or any(
+        _probe(algo_cls, key, v) != template.replace(_VALUE, repr(v)) for v in others
+    ):
+        return None
+    return template
+
+
+def _number_rule(algo_cls: type, key: str) -> dict[str, Any] | None:
+    """``{"below": 0, ...}`` or ``{"at_most": 0, ...}`` when negatives (and 0) are refused."""
+    template = _common_template(algo_cls, key, _NEGATIVE_PROBES)
+    if template is None:
+        return None
+    # A YAML int: the message shows it as given, or as the float the class made of it.
+    as_int = _probe(algo_cls, key, -1)
+    value_format = next(
+        (
+            f
+            for f, text in (("repr", "-1"), ("float", "-1.0"))
+            if as_int == template.replace(_VALUE, text)
+        ),
+        None,
+    )
+    if value_format is None:
+        return None
+    zero = _probe(algo_cls, key, 0)
+    bound = "at_most" if zero == template.replace(_VALUE, _format(0, value_format)) else "below"
+    return {bound: 0, "message": template, "format": value_format}
+
+
+def _choice_rule(algo_cls: type, key: str) -> dict[str, Any] | None:
+    """``{"choices": [...], ...}`` when the class names the only strings it takes."""
+    import ast
+    import re
+
+    template = _common_template(algo_cls, key, _STRING_PROBES)
+    if template is None:
+        return None
+    match = re.search(r"one of (\[[^\]]*\])", template)
+    if match is None:
+        return None
+    try:
+        choices = ast.literal_eval(match.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        return None
+    return {"choices": choices, "message": template, "format": "repr"}
+
+
+def probe_refusals(algo_cls: type, kinds: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """The values of this package's keys that the config class refuses on their own.
+
+    Each number key is validated with negative values and 0, each str key with strings no
+    class takes, on the class's default config (imports Ray), then again with each choice
+    of the choice keys found. A rule is recorded only when
+    every probe is refused with one message naming the key that differs only in the value
+    (so the message can be given for the user's value without the class), and for a str
+    key only when that message lists the choices. A key refused only in combination with
+    others (a probe failing for another reason) gets no rule: the full validation,
+    seconds later, still checks it.
+
+    Args:
+        algo_cls: The algorithm (its default config is probed).
+        kinds: This package's keys and their kinds (``"number"``, ``"str"``, ``"bool"``;
+            None: no kind known, probed as a number).
+
+    Returns:
+        ``{key: rule}``: ``{"below": 0 | "at_most": 0 | "choices": [...], "message":
+        template with {value}, "format": "repr" | "float"}`` (see `refusal`).
+    """
+    rules: dict[str, dict[str, Any]] = {}
+    for key, kind in kinds.items():
+        # A key without a kind (its default is None: "the mechanism's default") takes a
+        # number often enough to probe like one.
+        rule = (
+            _number_rule(algo_cls, key)
+            if kind in ("number", None)
+            else _choice_rule(algo_cls, key)
+            if kind == "str"
+            else None
+        )
+        if rule is not None:
+            rules[key] = rule
+    # A rule must not depend on another key: each is checked again with every choice of
+    # every choice key (e.g. each privacy_mechanism) that is valid on its own.
+    bases = [
+        {key: choice}
+        for key, rule in rules.items()
+        if "choices" in rule
+        for choice in rule["choices"]
+        if _probe(algo_cls, None, None, {key: choice}) is None
+    ]
+    return {
+        key: rule
+        for key, rule in rules.items()
+        if all(_holds(algo_cls, key, rule, base) for base in bases if key not in base)
+    }
+
+
+def _holds(algo_cls: type, key: str, rule: dict[str, Any], base: dict[str, Any]) -> bool:
+    """Whether ``rule`` gives the full validation's message on ``base`` too."""
+    probes: list[Any] = [_STRING_PROBES[0]] if "choices" in rule else [_NEGATIVE_PROBES[0], -1]
+    if "at_most" in rule:
+        probes.append(0)
+    return all(_probe(algo_cls, key, v, base) == refusal(rule, v) for v in probes)
+
+
+def _format(value: Any, value_format: str) -> str:
+    return repr(float(value)) if value_format == "float" else repr(value)
+
+
+def refusal(rule: dict[str, Any], value: Any) -> str | None:
+    """The full validation's message for ``value`` when ``rule`` refuses it, else None.
+
+    Args:
+        rule: A recorded rule of `probe_refusals`.
+        value: A literal value of the key (a number for number rules, a str for choices).
+    """
+    if "choices" in rule:
+        refused = isinstance(value, str) and value not in rule["choices"]
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        refused = False
+    elif "at_most" in rule:
+        refused = value <= rule["at_most"]
+    else:
+        refused = value < rule.get("below", -math.inf)
+    if not refused:
+        return None
+    return str(rule["message"]).replace(_VALUE, _format(value, rule.get("format", "repr")))
+
+
 def build_table() -> dict[str, Any]:
     """Ask every registered algorithm's config class for its keys (imports Ray).
 
@@ -147,7 +322,8 @@ def build_table() -> dict[str, Any]:
         The table: ``ray_version``, ``algorithm_names`` (every name registered with Tune),
         ``base_keys`` (the keys all recorded algorithms share) and per algorithm its
         ``config_class``, the keys it adds to or lacks from the base, its renamed keys,
-        its declared nested keys and the kinds of this package's keys.
+        its declared nested keys, the kinds of this package's keys and the values its
+        config class refuses (`probe_refusals`).
     """
     import ray
     from ray.tune.registry import get_trainable_cls
@@ -183,6 +359,8 @@ def build_table() -> dict[str, Any]:
         legacy = getattr(cls, "legacy_config_keys", None)
         renamed = legacy() if callable(legacy) else {}
         kinds = {key: _kind(getattr(config, key, None)) for key in own}
+        with quiet_rllib():
+            refused = probe_refusals(get_trainable_cls(name), kinds)
         algorithms[name] = {
             "config_class": cls.__name__,
             "add": sorted(keys - base),
@@ -192,6 +370,7 @@ def build_table() -> dict[str, Any]:
                 k: sorted(v) for k, v in sorted(getattr(cls, "config_dict_keys", {}).items())
             },
             "kinds": {k: v for k, v in sorted(kinds.items()) if v is not None},
+            "refused": dict(sorted(refused.items())),
         }
     return {
         "generated_by": "python -m rllib_privacy.experiments.key_table --write",

@@ -4,8 +4,10 @@
 typo costs a fraction of a second instead of the seconds Ray, RLlib and torch take to
 import: each experiment's shape and keys, its ``run`` name, its ``config``, ``gpu_config``
 and ``--config`` keys (and those of ``evaluation_config`` and of declared nested dicts),
-the kind of each of this package's values (true/false, a number, a string), and that every
-ε is a normal float (``rllib_privacy.mechanisms.floors``). Keys come
+the kind of each of this package's values (true/false, a number, a string), the values
+its config class refuses on their own (a negative or zero ε, a mechanism it does not know:
+rules the table recorded by probing the class), and that every ε is a normal float
+(``rllib_privacy.mechanisms.floors``). Keys come
 from the generated table of [rllib_privacy.experiments.key_table][].
 
 Every message is the one the full pipeline ([rllib_privacy.experiments.pipeline][])
@@ -22,7 +24,12 @@ from typing import Any
 
 from rllib_privacy._validation import check_normal_epsilon, did_you_mean, needs_normal_float
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
-from rllib_privacy.experiments.key_table import AlgorithmKeys, algorithm_keys, load_table
+from rllib_privacy.experiments.key_table import (
+    AlgorithmKeys,
+    algorithm_keys,
+    load_table,
+    refusal,
+)
 from rllib_privacy.experiments.parse import check_experiment_shape
 from rllib_privacy.experiments.spec import is_grid_search, literal_values
 
@@ -95,13 +102,19 @@ def _check_config(config: Mapping[str, Any], keys: AlgorithmKeys, label: str) ->
             _check_keys(nested, allowed, keys.config_class, label, f"{key} key")
     for key, value in config.items():
         kind = keys.kinds.get(keys.renamed.get(key, key))
-        if kind is None:
+        rule = keys.refused.get(keys.renamed.get(key, key))
+        if kind is None and rule is None:
             continue
         for one in literal_values(value):
-            if not _has_kind(one, kind):
+            if kind is not None and not _has_kind(one, kind):
                 raise PrivacyConfigError(
                     f"{label}config key {key!r} must be {_KIND_TEXT[kind]}, got {one!r}"
                 )
+            # A value the config class refuses on its own (a negative ε, an unknown
+            # mechanism): its message, recorded in the table, without importing the class.
+            message = None if rule is None or one is None else refusal(rule, one)
+            if message is not None:
+                raise PrivacyConfigError(f"{label}{message}")
             if kind == "number" and needs_normal_float(key) and isinstance(one, int | float):
                 try:
                     check_normal_epsilon(f"{label}config key {key!r}", float(one))

@@ -85,6 +85,25 @@ CASES = {
         "evaluation_config: {explor: false}",
         "evaluation_config key 'explor' is not known to LDPA3CConfig; did you mean 'explore'?",
     ),
+    # Values the config class refuses on their own: the table's probed rules.
+    "negative epsilon": (
+        "privacy_epsilon: -1",
+        "config key 'privacy_epsilon' must be > 0.0, got -1",
+    ),
+    "zero epsilon": ("privacy_epsilon: 0", "config key 'privacy_epsilon' must be > 0.0, got 0"),
+    "unknown mechanism": (
+        "privacy_mechanism: laplase",
+        "config key 'privacy_mechanism' must be one of ['laplace', 'prs', 'privunitg', "
+        "'privunit2', 'none'], got 'laplase'",
+    ),
+    "zero for a key without a default": (
+        "aggregator_max_buffer: 0",
+        "config key 'aggregator_max_buffer' must be an integer >= 1, got 0",
+    ),
+    "negative value in a grid": (
+        "privacy_epsilon: {grid_search: [1, -2]}",
+        "config key 'privacy_epsilon' must be > 0.0, got -2",
+    ),
 }
 
 

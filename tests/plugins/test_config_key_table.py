@@ -39,3 +39,63 @@ def test_table_entry_gives_the_class_keys():
     )
     assert key_table.algorithm_keys("NoSuchAlgorithm") is None
     assert key_table.is_current(key_table.load_table())
+
+
+def _full_validation_message(run: str, key: str, value: object) -> str | None:
+    """The message of the validation `rllib train` runs after importing Ray (None: valid)."""
+    from ray.tune.registry import get_trainable_cls
+
+    from rllib_privacy.experiments.validate import validate_variants
+
+    try:
+        validate_variants({key: value}, get_trainable_cls(run), 1, "")
+    except Exception as e:  # noqa: BLE001 - the message is what is compared
+        return str(e)
+    return None
+
+
+def test_each_refusal_rule_gives_the_full_validations_message_for_other_values():
+    """The rules were probed with -2.5, -7.25, -1e300, -1, 0 and two strings; other values."""
+    table = key_table.load_table()
+    assert table is not None
+    checked = 0
+    for run in table["algorithms"]:
+        entry = key_table.algorithm_keys(run)
+        assert entry is not None
+        for key, rule in entry.refused.items():
+            if "choices" in rule:
+                values: list[object] = ["laplase", "Sample"]
+            else:
+                values = [-0.5, -3, -1e-3] + ([0.0] if "at_most" in rule else [])
+            for value in values:
+                expected = _full_validation_message(run, key, value)
+                assert key_table.refusal(rule, value) == expected, (run, key, value)
+                checked += 1
+    assert checked > 100  # LDPA3C, KickstartPPO, LDPPPO, exploration: most keys have a rule
+
+
+def test_refusal_rules_cover_epsilon_and_mechanism_and_leave_valid_values():
+    ldp = key_table.algorithm_keys("LDPA3C")
+    assert ldp is not None
+    epsilon, mechanism = ldp.refused["privacy_epsilon"], ldp.refused["privacy_mechanism"]
+    assert key_table.refusal(epsilon, 1e-3) is None and key_table.refusal(epsilon, 0) is not None
+    assert key_table.refusal(mechanism, "privunitg") is None
+    # Not a value a rule is about: left to the kind check and the full validation.
+    assert key_table.refusal(epsilon, "abc") is None and key_table.refusal(epsilon, True) is None
+    # 0 is valid where only negatives are refused.
+    alpha = ldp.refused["agents_exploration_alpha"]
+    assert key_table.refusal(alpha, 0) is None and key_table.refusal(alpha, -0.1) is not None
+    # A YAML int shown as the float the class made of it, as its own message does.
+    ppo = key_table.algorithm_keys("LDPPPO")
+    assert ppo is not None
+    assert key_table.refusal(ppo.refused["privacy_epsilon"], -1) == (
+        "config key 'privacy_epsilon': epsilon must be a finite number > 0, got -1.0"
+    )
+
+
+def test_a_refusal_that_depends_on_another_key_gets_no_rule():
+    """LDPPPO's privacy_reduced_dim is refused for 'only with prs' under the default
+    mechanism but by its own bound under prs: one message would be wrong, so no rule."""
+    assert _full_validation_message("LDPPPO", "privacy_reduced_dim", -2) is not None
+    ppo = key_table.algorithm_keys("LDPPPO")
+    assert ppo is not None and "privacy_reduced_dim" not in ppo.refused
