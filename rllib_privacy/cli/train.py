@@ -162,12 +162,13 @@ def _train(args: argparse.Namespace) -> int:
     for notice in dict.fromkeys([*experiment_file.notices, *notices]):
         print(f"notice: {notice}", file=sys.stderr)
     if args.dry_run:
-        _print_dry_run(experiment_file, has_gpus, args.ray_address)
+        joined = args.ray_address if _joins_a_cluster(args) else None
+        _print_dry_run(experiment_file, has_gpus, joined)
         try:
             print_dry_run_estimates(
                 experiment_file,
                 ray_num_cpus=args.ray_num_cpus,
-                ray_address=args.ray_address,
+                ray_address=joined,
                 has_gpus=bool(has_gpus),
             )
         except PrivacyConfigError as e:
@@ -252,11 +253,18 @@ def _experiment_file(args: argparse.Namespace) -> str:
     return find_experiment_file(path)
 
 
+def _joins_a_cluster(args: argparse.Namespace) -> bool:
+    """Whether ``--ray-address`` names a cluster to join (``local`` starts a new instance)."""
+    return bool(args.ray_address) and args.ray_address != "local"
+
+
 def _check_ray_arguments(args: argparse.Namespace) -> None:
-    if args.ray_address and (args.ray_num_cpus is not None or args.ray_num_gpus is not None):
+    # `--ray-address local` starts a new instance, which these size (the error for a trial
+    # too large for it says to raise --ray-num-cpus).
+    if _joins_a_cluster(args) and (args.ray_num_cpus is not None or args.ray_num_gpus is not None):
         raise PrivacyConfigError(
             "--ray-num-cpus/--ray-num-gpus size a new local Ray; they cannot be used "
-            "with --ray-address"
+            "with --ray-address other than local"
         )
     for option, value in (
         ("--ray-num-cpus", args.ray_num_cpus),
@@ -270,7 +278,7 @@ def _expected_gpus(args: argparse.Namespace) -> bool | None:
     """Whether the cluster will have GPUs, as far as it is known before Ray starts."""
     if args.ray_num_gpus is not None:
         return args.ray_num_gpus > 0
-    if args.ray_address:
+    if _joins_a_cluster(args):
         return None
     try:
         import torch

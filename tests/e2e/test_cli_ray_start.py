@@ -113,6 +113,26 @@ def test_trial_larger_than_a_local_instance_is_refused_with_ray_address_local(tm
     assert f"experiment 'ppo': one trial needs {runners + 1} CPUs" in line
 
 
+@pytest.mark.slow
+def test_ray_num_cpus_sizes_the_instance_ray_address_local_starts(tmp_path, ray_tmp):
+    """The too-large error says to raise --ray-num-cpus: that works with --ray-address local."""
+    done = rllib(
+        tmp_path,
+        "--ray-address",
+        "local",
+        "--ray-num-cpus",
+        "1",
+        "--storage-path",
+        str(tmp_path),
+        "--config",
+        json.dumps({"num_env_runners": 1}),
+        env=_env(ray_tmp),
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "one trial needs 2 CPUs" in _error_line(done)
+    assert "but this Ray cluster has 1;" in _error_line(done)
+
+
 def test_ray_failing_to_start_is_one_line_and_exit_1(monkeypatch, capsys):
     """Ray raises a bare Exception when its node times out starting (a loaded machine)."""
     from types import SimpleNamespace

@@ -486,6 +486,16 @@ def test_address_excludes_local_resources(tmp_path, capsys):
     assert_usage_error(code, err, "--ray-address")
 
 
+def test_local_address_takes_local_resources(tmp_path, capsys):
+    """`--ray-address local` starts a new instance: --ray-num-cpus sizes it."""
+    path = write(tmp_path, PPO_EXPERIMENT)
+    code, out, err = train(
+        capsys, "-f", path, "--ray-address", "local", "--ray-num-cpus", "3", "--dry-run"
+    )
+    assert code == 0, err
+    assert "3 CPUs" in out and "the cluster at" not in out
+
+
 def test_help_returns_zero(capsys):
     assert rllib_main(["train", "--help"]) == 0
     assert "--config-file" in capsys.readouterr().out
