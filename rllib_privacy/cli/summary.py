@@ -113,6 +113,7 @@ def report(
         errored |= print_summary(outcome)
     if outcomes:
         print(tensorboard_command([outcome.experiment.path for outcome in outcomes]))
+        print(TENSORBOARD_HINT)
     privacy = [line for outcome in outcomes if (line := privacy_line(outcome))]
     if privacy:
         # Last, so that the privacy spent is the run's last word (and what `tail -1` shows).
@@ -261,6 +262,12 @@ def trial_errors(experiment_path: str) -> list[tuple[str, str]]:
             continue
         found.append((os.path.join(experiment_path, name), last_line(RuntimeError(text))))
     return found
+
+
+#: Printed under the TensorBoard command: TensorBoard opens on its time-series page (dozens
+#: of RLlib cards) and cannot be told to open elsewhere; the privacy-first layout every trial
+#: writes (``rllib_privacy.utils.tensorboard_layout``) is on the Custom scalars tab.
+TENSORBOARD_HINT = "  privacy first: its Custom scalars tab, http://localhost:6006/#custom_scalars"
 
 
 def tensorboard_command(experiment_paths: list[str]) -> str:

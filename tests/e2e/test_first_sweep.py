@@ -222,6 +222,13 @@ def test_report_prints_one_tensorboard_line_for_several_experiments(tmp_path: Pa
         report(outcomes, SimpleNamespace(path="f.yaml"), SimpleNamespace(storage_path=None))  # type: ignore[arg-type]  # report reads path and storage_path
     lines = [ln for ln in out.getvalue().splitlines() if "tensorboard --logdir" in ln]
     assert lines == [f"  tensorboard --logdir {tmp_path}"]
+    # Under it, once: where the privacy-first layout is (TensorBoard opens on time series).
+    after = out.getvalue().splitlines()
+    index = after.index(lines[0])
+    assert after[index + 1] == (
+        "  privacy first: its Custom scalars tab, http://localhost:6006/#custom_scalars"
+    )
+    assert out.getvalue().count("#custom_scalars") == 1
 
 
 @pytest.mark.ray
