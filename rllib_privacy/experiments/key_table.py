@@ -359,6 +359,8 @@ def build_table() -> dict[str, Any]:
         legacy = getattr(cls, "legacy_config_keys", None)
         renamed = legacy() if callable(legacy) else {}
         kinds = {key: _kind(getattr(config, key, None)) for key in own}
+        # A weight that also takes RLlib's schedule format ([[0, w0], [t1, w1], ...]).
+        kinds.update(dict.fromkeys(getattr(cls, "SCHEDULE_KEYS", ()), "schedule"))
         with quiet_rllib():
             refused = probe_refusals(get_trainable_cls(name), kinds)
         algorithms[name] = {

@@ -36,7 +36,12 @@ from rllib_privacy.experiments.spec import is_grid_search, literal_values
 __all__ = ["precheck_experiments"]
 
 #: What a kind in the table allows, for messages.
-_KIND_TEXT = {"bool": "true or false", "number": "a number", "str": "a string"}
+_KIND_TEXT = {
+    "bool": "true or false",
+    "number": "a number",
+    "str": "a string",
+    "schedule": "a number or a schedule [[0, value], [env_steps, value], ...]",
+}
 
 
 def precheck_experiments(
@@ -140,4 +145,6 @@ def _has_kind(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "schedule":  # the config class checks the schedule's entries
+        return isinstance(value, list | tuple) or _has_kind(value, "number")
     return isinstance(value, str)

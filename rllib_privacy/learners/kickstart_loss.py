@@ -29,6 +29,7 @@ a near-uniform policy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+from ray.rllib.utils.schedules.scheduler import Scheduler
 
 from rllib_privacy.connectors.kickstart_teacher import (
     QUERY_RULES,
@@ -59,6 +62,7 @@ ACTIVE_FRACTION_METRIC = "kickstart_active_fraction"
 ALPHA_LAMBDA_METRIC = "kickstart_alpha_lambda"
 ANSWERED_FRACTION_METRIC = "kickstart_answered_fraction"
 REMEMBERED_METRIC = "kickstart_answers_remembered"
+COEFF_METRIC = "kickstart_coeff"
 _CONNECTOR_STATE = "kickstart_teacher_connector"
 _REPLAY_STATE = "kickstart_answer_replay"
 
@@ -68,7 +72,9 @@ class KickstartLossSettings:
     """The student's kickstart term.
 
     Attributes:
-        coeff: Weight of the term next to the base loss (≥ 0).
+        coeff: Weight of the term next to the base loss (≥ 0), or a schedule in RLlib's
+            format, ``[[0, 1.0], [50000, 0.0]]`` (env steps sampled, weight; linear in
+            between, the last weight after it), as PPO's ``entropy_coeff``: a help that ends.
         lam: λ ≥ 0 shrinking the Lemma 1 radius (0: privacy-unaware).
         beta: β in (0, 1), the confidence of Lemma 1.
         loss: ``"thresholded_l2"`` (φ_λ) or ``"cross_entropy"`` (Schmitt et al.).
@@ -84,7 +90,7 @@ class KickstartLossSettings:
 
     """
 
-    coeff: float = 1.0
+    coeff: float | Sequence[Sequence[float]] = 1.0
     lam: float = 0.5
     beta: float = 0.05
     loss: str = "thresholded_l2"
@@ -97,7 +103,8 @@ class KickstartLossSettings:
 
     def __post_init__(self) -> None:
         """Validate; messages name the ``kickstart_*`` config keys."""
-        for name, value in (("kickstart_coeff", self.coeff), ("kickstart_lambda", self.lam)):
+        _check_coeff(self.coeff)
+        for name, value in (("kickstart_lambda", self.lam),):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise PrivacyConfigError(f"{name} must be a number >= 0, got {value!r}")
             if not math.isfinite(value) or value < 0:
@@ -199,6 +206,37 @@ class KickstartLossSettings:
         return cls(**values)
 
 
+def _check_coeff(coeff: Any) -> None:
+    """A weight >= 0, or a schedule [[0, w0], [t1, w1], ...] of weights >= 0 (RLlib's format)."""
+    what = (
+        "kickstart_coeff must be a number >= 0 or a schedule [[0, weight], [env_steps, "
+        "weight], ...] with weights >= 0"
+    )
+    if isinstance(coeff, list | tuple):
+        try:
+            Scheduler.validate(
+                fixed_value_or_schedule=coeff,
+                setting_name="kickstart_coeff",
+                description="kickstart weight",
+            )
+        except (ValueError, TypeError, IndexError) as exc:
+            raise PrivacyConfigError(f"{what}, got {coeff!r}: {exc}") from exc
+        entries = list(coeff)
+        if not all(isinstance(entry, list | tuple) and len(entry) == 2 for entry in entries):
+            raise PrivacyConfigError(f"{what}, got {coeff!r}")
+        values = [value for entry in entries for value in entry]
+        steps = [entry[0] for entry in entries]
+    else:
+        values, steps = [coeff], [0]
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PrivacyConfigError(f"{what}, got {coeff!r}")
+        if not math.isfinite(value) or value < 0:
+            raise PrivacyConfigError(f"{what}, got {coeff!r}")
+    if any(later <= earlier for earlier, later in zip(steps, steps[1:], strict=False)):
+        raise PrivacyConfigError(f"{what} and increasing env steps, got {coeff!r}")
+
+
 if TYPE_CHECKING:
     # mypy checks the mixin against the class it is mixed into; at run time it is a plain mixin.
     from ray.rllib.core.learner.torch.torch_learner import TorchLearner as _MixinBase
@@ -240,6 +278,11 @@ class KickstartLossMixin(_MixinBase):
                 query_confidence=self.kickstart_settings.query_confidence,
             )
             self._learner_connector.append(self._kickstart_connector)
+        self._kickstart_coeff = Scheduler(
+            fixed_value_or_schedule=self.kickstart_settings.coeff,
+            framework="torch",
+            device=getattr(self, "_device", None),
+        )
         self._answer_replay: AnswerReplay | None = None
         if self.kickstart_settings.replay_size > 0:
             self._answer_replay = AnswerReplay(self.kickstart_settings.replay_capacity)
@@ -271,7 +314,6 @@ class KickstartLossMixin(_MixinBase):
         )
         if TEACHER_POLICY not in batch:
             return base
-        settings = self.kickstart_settings
         logits = fwd_out[Columns.ACTION_DIST_INPUTS]
         teacher = batch[TEACHER_POLICY].to(logits.dtype)
         if Columns.LOSS_MASK in batch:
@@ -296,7 +338,24 @@ class KickstartLossMixin(_MixinBase):
                 term_sum, term_count = term_sum + replay_sum, term_count + replay_count
         term = term_sum / torch.clamp(term_count, min=1.0)
         self.metrics.log_dict({LOSS_METRIC: term, **metrics}, key=module_id, window=1)
-        return base + settings.coeff * term
+        return base + self.kickstart_coeff() * term
+
+    def kickstart_coeff(self) -> Any:
+        """The kickstart term's current weight (a schedule's value at the env steps so far)."""
+        scheduler = getattr(self, "_kickstart_coeff", None)
+        if scheduler is None:  # built without build() (unit tests of the term)
+            return self.kickstart_settings.coeff
+        return scheduler.get_current_value()
+
+    @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        """Moves the kickstart weight along its schedule (after RLlib's own updates)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        weight = self._kickstart_coeff.update(
+            timestep=timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+        )
+        for module_id in self.module._rl_modules:
+            self.metrics.log_value((module_id, COEFF_METRIC), float(weight), window=1)
 
     def _kickstart_targets(self, policies: Any, k: Any) -> tuple[Any, Any]:
         """(the term's target per row, α_λ per row): debiased where the settings say so."""

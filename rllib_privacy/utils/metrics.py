@@ -94,6 +94,7 @@ KICKSTART_TEACHER_SHARING = "kickstart/teacher_sharing"
 KICKSTART_TEACHER_SERVING = "kickstart/teacher_serving"
 #: Released answers the student remembers for answer replay.
 KICKSTART_ANSWERS_REMEMBERED = "kickstart/answers_remembered"
+KICKSTART_COEFF = "kickstart/coeff"
 KICKSTART_TEACHER_STOPPED_AT = "kickstart/teacher_stopped_at_iteration"
 KICKSTART_EPSILON_PER_RELEASE = "kickstart/epsilon_per_release"
 KICKSTART_DELTA_PER_RELEASE = "kickstart/delta_per_release"

@@ -120,6 +120,19 @@ def test_bad_file_is_reported_before_anything_heavy_is_imported(tmp_path, case, 
     assert stderr.startswith("error: ") and expected in stderr
 
 
+def test_a_schedule_key_takes_a_number_or_a_schedule_before_ray(tmp_path, current_table):
+    """kickstart_coeff takes RLlib's schedule format; a string is still the wrong kind."""
+    schedule = {"exp": {"run": "KickstartPPO", "config": {"kickstart_coeff": [[0, 1.0], [9, 0]]}}}
+    precheck_experiments(schedule, path="exp.yaml")  # passes the cheap checks
+    precheck_experiments(
+        {"exp": {"run": "KickstartPPO", "config": {"kickstart_coeff": 2.0}}}, path="exp.yaml"
+    )
+    path = _write(tmp_path, "kickstart_coeff: fast", run="KickstartPPO")
+    code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert "config key 'kickstart_coeff' must be a number or a schedule" in stderr
+
+
 def test_unknown_algorithm_is_reported_before_ray(tmp_path, current_table):
     path = _write(tmp_path, "lr: 0.1", run="LDPA3D")
     code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)

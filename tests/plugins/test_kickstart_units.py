@@ -14,6 +14,7 @@ import torch
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.utils.schedules.scheduler import Scheduler
 
 from rllib_privacy.accounting import (
     DEFAULT_ORDERS,
@@ -636,3 +637,69 @@ def test_debiased_target_needs_eta_below_one_over_m() -> None:
     settings.check_num_actions(3)  # 0.3 < 1/3
     with pytest.raises(PrivacyConfigError, match="below 1/m"):
         settings.check_num_actions(4)
+
+
+# ---- a kickstart weight that follows a schedule --------------------------------------------
+
+
+class _BaseWithUpdateHook(_ZeroLossLearner):
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        self.base_updates = getattr(self, "base_updates", 0) + 1
+
+
+class _ScheduledLearner(KickstartLossMixin, _BaseWithUpdateHook):
+    """The mixin with its weight scheduler (as ``build()`` makes it) on a stub learner."""
+
+    def __init__(self, settings: KickstartLossSettings) -> None:
+        self.kickstart_settings = settings
+        self._kickstart_coeff = Scheduler(fixed_value_or_schedule=settings.coeff)
+        self.module = type("_Modules", (), {"_rl_modules": {"default_policy": None}})()
+        self.metrics = _Metrics()
+        self.logged_weights: list[float] = []
+        self.metrics.log_value = (  # type: ignore[attr-defined]
+            lambda key, value, window: self.logged_weights.append(value)
+        )
+
+
+def test_kickstart_coeff_schedule_fades_the_term_out() -> None:
+    from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    learner = _ScheduledLearner(KickstartLossSettings(coeff=[[0, 2.0], [10_000, 0.0]], lam=0.0))
+    student, teacher = np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]])
+    distance = float(np.linalg.norm(student - teacher))
+    batch = {
+        TEACHER_POLICY: torch.as_tensor(teacher, dtype=torch.float32),
+        TEACHER_MASK: torch.ones(1),
+        TEACHER_K: torch.full((1,), 5.0),
+    }
+    fwd_out = {Columns.ACTION_DIST_INPUTS: torch.log(torch.as_tensor(student))}
+
+    def loss_after(steps: int) -> float:
+        learner.after_gradient_based_update(timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: steps})
+        loss = learner.compute_loss_for_module(
+            module_id="default_policy", config=None, batch=batch, fwd_out=fwd_out
+        )
+        return float(loss)
+
+    assert loss_after(0) == pytest.approx(2.0 * distance, rel=1e-5)
+    assert loss_after(5_000) == pytest.approx(1.0 * distance, rel=1e-5)  # linear in between
+    assert loss_after(20_000) == 0.0  # the last weight after the schedule's end
+    assert learner.logged_weights == pytest.approx([2.0, 1.0, 0.0])  # kickstart/coeff
+    assert learner.base_updates == 3  # RLlib's own hook still runs
+
+
+@pytest.mark.parametrize(
+    "coeff",
+    [
+        [[1, 1.0], [10, 0.0]],  # RLlib's rule: a schedule starts at timestep 0
+        [[0, 1.0], [0, 0.0]],  # steps must increase
+        [[0, -1.0], [10, 0.0]],  # weights >= 0
+        [[0, 1.0]],  # at least two points
+        [[0, 1.0, 2.0], [10, 0.0]],
+        -1.0,
+        "fast",
+    ],
+)
+def test_bad_kickstart_coeff_names_the_key(coeff: Any) -> None:
+    with pytest.raises(PrivacyConfigError, match="kickstart_coeff"):
+        KickstartLossSettings(coeff=coeff)

@@ -38,6 +38,7 @@ from rllib_privacy.learners.kickstart_loss import (
     ACTIVE_FRACTION_METRIC,
     ALPHA_LAMBDA_METRIC,
     ANSWERED_FRACTION_METRIC,
+    COEFF_METRIC,
     LOSS_METRIC,
     REMEMBERED_METRIC,
     KickstartLossSettings,
@@ -126,6 +127,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         ),
         "privacy": ("privacy_journal_dir",),
     }
+    #: Keys that take a number or a schedule in RLlib's format (as PPO's ``entropy_coeff``).
+    SCHEDULE_KEYS = ("kickstart_coeff",)
     #: Nothing renamed: the keys already had their group's prefix; only the method moved.
     LEGACY_TRAINING_KWARGS = {key: key for keys in CONFIG_GROUPS.values() for key in keys}
 
@@ -220,7 +223,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
     def kickstart(
         self,
         *,
-        kickstart_coeff: float = NotProvided,
+        kickstart_coeff: float | list[list[float]] = NotProvided,
         kickstart_lambda: float = NotProvided,
         kickstart_beta: float = NotProvided,
         kickstart_loss: str = NotProvided,
@@ -233,7 +236,9 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         """Sets the student's privacy-aware kickstart term (eq. 15-17).
 
         Args:
-            kickstart_coeff: Weight of the kickstart term in the loss.
+            kickstart_coeff: Weight of the kickstart term in the loss, or a schedule
+                ``[[0, 1.0], [50000, 0.0]]`` (env steps sampled, weight; linear in between,
+                as PPO's ``entropy_coeff``): a help that fades out.
             kickstart_lambda: λ: the threshold α_λ is the Lemma 1 radius shrunk by λ
                 (0 = the privacy-unaware student).
             kickstart_beta: β in (0, 1), the confidence of the Lemma 1 radius.
@@ -451,6 +456,7 @@ class KickstartPPO(PPO):
             (ANSWERED_FRACTION_METRIC, keys.KICKSTART_ANSWERED_FRACTION),
             (ALPHA_LAMBDA_METRIC, keys.KICKSTART_ALPHA_LAMBDA),
             (REMEMBERED_METRIC, keys.KICKSTART_ANSWERS_REMEMBERED),
+            (COEFF_METRIC, keys.KICKSTART_COEFF),
         ):
             # peek's default=None means "no default" (a KeyError): NaN marks a missing key.
             value = self.metrics.peek(
