@@ -27,11 +27,18 @@ def main() -> None:
         bad.write_text("x:\n  run: LDPA3C\n  config: {privacy_epsilonn: 1.0}\n")
         value = Path(tmp) / "value.yaml"
         value.write_text("x:\n  run: LDPA3C\n  config: {privacy_epsilon: abc}\n")
+        # Right kind, refused by the config class: the table's probed rules.
+        negative = Path(tmp) / "negative.yaml"
+        negative.write_text("x:\n  run: LDPA3C\n  config: {privacy_epsilon: -1}\n")
+        mechanism = Path(tmp) / "mechanism.yaml"
+        mechanism.write_text("x:\n  run: LDPA3C\n  config: {privacy_mechanism: laplase}\n")
         cases = {
             "--help": ["--help"],
             "missing file": ["train", "-f", str(Path(tmp) / "missing.yaml")],
             "unknown key": ["train", "-f", str(bad)],
             "bad value": ["train", "-f", str(value)],
+            "negative epsilon": ["train", "-f", str(negative)],
+            "unknown mechanism": ["train", "-f", str(mechanism)],
             "unwritable storage": [
                 "train",
                 "-f",
