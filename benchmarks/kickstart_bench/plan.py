@@ -219,35 +219,36 @@ ARMS: dict[str, Arm] = {
     # Debiased answers: a large η makes each release cheap (the Rényi cost falls steeply as η
     # approaches 1/m), a large k makes each answer informative, and the student undoes the
     # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers the first states of
-    # the first rollout one release each until the budget is spent; replay keeps them. At
-    # ε = 1 the k is 10 times smaller, which keeps a few dozen releases instead of a handful.
+    # the first rollout one release each until the budget is spent; replay keeps them. The
+    # "-fade" arms end the help with a kickstart_coeff schedule (1 → 0, linear).
     **{
-        f"aware-eps{budget:g}-debiased-eta{eta:g}": Arm(
-            f"aware-eps{budget:g}-debiased-eta{eta:g}",
+        f"aware-eps10-debiased-eta{eta:g}{suffix}": Arm(
+            f"aware-eps10-debiased-eta{eta:g}{suffix}",
             "KickstartPPO",
             {
                 "teacher_mechanism": "dirichlet",
                 "kickstart_lambda": 0.5,
-                "teacher_epsilon_budget": budget,
+                "kickstart_coeff": 1.0 if not suffix else [[0, 1.0], [fade, 0.0]],
+                "teacher_epsilon_budget": 10.0,
                 "teacher_eta": eta,
-                "teacher_k": k * budget / 10.0,
+                "teacher_k": k,
                 "teacher_vanishing_coefficient": 1.0,
                 "teacher_cache_bits": 256,
                 "kickstart_answer_replay_size": 256,
                 "kickstart_answer_target": "debiased",
             },
-            f"privacy-aware, ε budget {budget:g}, η = {eta:g}, k = {k * budget / 10.0:g} "
-            "(constant), a 256-bit "
-            "answer cache (one release per state until the budget is spent), answer replay of "
-            "256 per minibatch, debiased target (x − η)/(1 − mη)",
+            f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
+            "cache (one release per state until the budget is spent), answer replay of 256 per "
+            "minibatch, debiased target (x − η)/(1 − mη)"
+            + (f", kickstart_coeff 1 → 0 over {fade:,} env steps" if suffix else ""),
             (task,),
         )
-        for task, eta, k in (
-            ("cartpole", 0.4, 100.0),
-            ("acrobot", 0.3, 200.0),
-            ("airraid", 0.16, 100.0),
+        for suffix in ("", "-fade")
+        for task, eta, k, fade in (
+            ("cartpole", 0.4, 100.0, 30_000),
+            ("acrobot", 0.3, 200.0, 30_000),
+            ("airraid", 0.16, 100.0, 200_000),
         )
-        for budget in (10.0, 1.0)
     },
 }
 
