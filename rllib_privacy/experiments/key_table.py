@@ -156,94 +156,136 @@ _NEGATIVE_PROBES = (-2.5, -7.25, -1e300)
 _STRING_PROBES = ("no_such_value", "no_such_module:NoSuchClass")
 
 
-def _probe(
-    algo_cls: type, key: str | None, value: Any, base: dict[str, Any] | None = None
-) -> str | None:
-    """The full validation's message for ``base`` with ``{key: value}`` (None: valid)."""
-    from rllib_privacy.experiments.validate import validate_variants
-
-    config = dict(base or {})
-    if key is not None:
-        config[key] = value
-    try:
-        validate_variants(config, algo_cls, 1, "")
-    except Exception as e:  # noqa: BLE001 - whatever the config class raises is its answer
-        return str(e)
-    return None
+#: A required key named by the default config's own error ("'X' is required").
+_REQUIRED = r"'?(\w+)'? is required"
+#: Stand-ins for a required key, tried in turn: a path (a teacher checkpoint) or a number (a
+#: noise scale another choice needs), so that the other keys' own checks run; a class that
+#: checks that the path exists is probed without it.
+_STAND_INS = ("/nonexistent/rllib-privacy-probe", 1.0)
 
 
-def _template(message: str | None, key: str, value: Any) -> str | None:
-    """``message`` with the one ``repr(value)`` in it replaced by ``{value}``, if it names key."""
-    text = repr(value)
-    if message is None or key not in message or message.count(text) != 1:
+class _Prober:
+    """Runs the full validation of one algorithm on probe configs (imports Ray).
+
+    Attributes:
+        algo_cls: The algorithm whose config class is probed.
+        base: Keys every probe config holds: stand-ins for the keys the default config
+            is invalid without (`_Prober.complete`).
+    """
+
+    def __init__(self, algo_cls: type) -> None:
+        self.algo_cls = algo_cls
+        self.base: dict[str, Any] = {}
+        self.base = self.complete({}) or {}
+
+    def message(
+        self, key: str | None, value: Any = None, extra: dict[str, Any] | None = None
+    ) -> str | None:
+        """The full validation's message for the base, ``extra`` and ``{key: value}``."""
+        from rllib_privacy.experiments.validate import validate_variants
+
+        config = {**self.base, **(extra or {})}
+        if key is not None:
+            config[key] = value
+        try:
+            validate_variants(config, self.algo_cls, 1, "")
+        except Exception as e:  # noqa: BLE001 - whatever the config class raises is its answer
+            return str(e)
         return None
-    return message.replace(text, _VALUE)
 
+    def complete(self, extra: dict[str, Any]) -> dict[str, Any] | None:
+        """``extra`` plus stand-ins for the keys it is invalid without (None: none found)."""
+        import re
 
-def _common_template(algo_cls: type, key: str, probes: Sequence[Any]) -> str | None:
-    """The one message, but for the value, with which every probe is refused (or None)."""
-    first, *others = probes
-    template = _template(_probe(algo_cls, key, first), key, first)
-    if template is None or any(
-        _probe(algo_cls, key, v) != template.replace(_VALUE, repr(v)) for v in others
-    ):
+        config, last, index = dict(extra), "", 0
+        for _ in range(4 * len(_STAND_INS)):
+            message = self.message(None, extra=config)
+            if message is None:
+                return config
+            match = re.search(_REQUIRED, message)
+            if match is not None and match.group(1) not in config:
+                last, index = match.group(1), 0
+            elif last and last in message and index + 1 < len(_STAND_INS):
+                index += 1  # The stand-in itself was refused: try the next kind.
+            else:
+                return None
+            config[last] = _STAND_INS[index]
         return None
-    return template
 
+    def template(self, key: str, probes: Sequence[Any]) -> str | None:
+        """The one message, but for the value, with which every probe is refused (or None)."""
+        first, *others = probes
+        message, text = self.message(key, first), repr(first)
+        if message is None or key not in message or message.count(text) != 1:
+            return None
+        template = message.replace(text, _VALUE)
+        if any(self.message(key, v) != template.replace(_VALUE, repr(v)) for v in others):
+            return None
+        return template
 
-def _number_rule(algo_cls: type, key: str) -> dict[str, Any] | None:
-    """``{"below": 0, ...}`` or ``{"at_most": 0, ...}`` when negatives (and 0) are refused."""
-    template = _common_template(algo_cls, key, _NEGATIVE_PROBES)
-    if template is None:
-        return None
-    # A YAML int: the message shows it as given, or as the float the class made of it.
-    as_int = _probe(algo_cls, key, -1)
-    value_format = next(
-        (
-            f
-            for f, text in (("repr", "-1"), ("float", "-1.0"))
-            if as_int == template.replace(_VALUE, text)
-        ),
-        None,
-    )
-    if value_format is None:
-        return None
-    zero = _probe(algo_cls, key, 0)
-    bound = "at_most" if zero == template.replace(_VALUE, _format(0, value_format)) else "below"
-    return {bound: 0, "message": template, "format": value_format}
+    def number_rule(self, key: str) -> dict[str, Any] | None:
+        """``{"below": 0, ...}`` or ``{"at_most": 0, ...}`` when negatives (and 0) are refused."""
+        template = self.template(key, _NEGATIVE_PROBES)
+        if template is None:
+            return None
+        # A YAML int: the message shows it as given, or as the float the class made of it.
+        as_int = self.message(key, -1)
+        value_format = next(
+            (
+                f
+                for f, text in (("repr", "-1"), ("float", "-1.0"))
+                if as_int == template.replace(_VALUE, text)
+            ),
+            None,
+        )
+        if value_format is None:
+            return None
+        zero = self.message(key, 0)
+        refused_zero = zero == template.replace(_VALUE, _format(0, value_format))
+        return {
+            "at_most" if refused_zero else "below": 0,
+            "message": template,
+            "format": value_format,
+        }
 
+    def choice_rule(self, key: str) -> dict[str, Any] | None:
+        """``{"choices": [...], ...}`` when the class names the only strings it takes."""
+        import ast
+        import re
 
-def _choice_rule(algo_cls: type, key: str) -> dict[str, Any] | None:
-    """``{"choices": [...], ...}`` when the class names the only strings it takes."""
-    import ast
-    import re
+        template = self.template(key, _STRING_PROBES)
+        if template is None:
+            return None
+        match = re.search(r"one of (\[[^\]]*\])", template)
+        if match is None:
+            return None
+        try:
+            choices = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            return None
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            return None
+        return {"choices": choices, "message": template, "format": "repr"}
 
-    template = _common_template(algo_cls, key, _STRING_PROBES)
-    if template is None:
-        return None
-    match = re.search(r"one of (\[[^\]]*\])", template)
-    if match is None:
-        return None
-    try:
-        choices = ast.literal_eval(match.group(1))
-    except (ValueError, SyntaxError):
-        return None
-    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-        return None
-    return {"choices": choices, "message": template, "format": "repr"}
+    def holds(self, key: str, rule: dict[str, Any], extra: dict[str, Any]) -> bool:
+        """Whether ``rule`` gives the full validation's message with ``extra`` set too."""
+        probes: list[Any] = [_STRING_PROBES[0]] if "choices" in rule else [_NEGATIVE_PROBES[0], -1]
+        if "at_most" in rule:
+            probes.append(0)
+        return all(self.message(key, v, extra) == refusal(rule, v) for v in probes)
 
 
 def probe_refusals(algo_cls: type, kinds: dict[str, str | None]) -> dict[str, dict[str, Any]]:
     """The values of this package's keys that the config class refuses on their own.
 
     Each number key is validated with negative values and 0, each str key with strings no
-    class takes, on the class's default config (imports Ray), then again with each choice
-    of the choice keys found. A rule is recorded only when
-    every probe is refused with one message naming the key that differs only in the value
-    (so the message can be given for the user's value without the class), and for a str
-    key only when that message lists the choices. A key refused only in combination with
-    others (a probe failing for another reason) gets no rule: the full validation,
-    seconds later, still checks it.
+    class takes, on the class's default config (imports Ray; a required path the default
+    lacks, such as PATE's teachers, gets a stand-in), then again with each choice of the
+    choice keys found. A rule is recorded only when every probe is refused with one message
+    naming the key that differs only in the value (so the message can be given for the
+    user's value without the class), and for a str key only when that message lists the
+    choices. A key refused only in combination with others (a probe failing for another
+    reason) gets no rule: the full validation, seconds later, still checks it.
 
     Args:
         algo_cls: The algorithm (its default config is probed).
@@ -254,14 +296,15 @@ def probe_refusals(algo_cls: type, kinds: dict[str, str | None]) -> dict[str, di
         ``{key: rule}``: ``{"below": 0 | "at_most": 0 | "choices": [...], "message":
         template with {value}, "format": "repr" | "float"}`` (see `refusal`).
     """
+    prober = _Prober(algo_cls)
     rules: dict[str, dict[str, Any]] = {}
     for key, kind in kinds.items():
         # A key without a kind (its default is None: "the mechanism's default") takes a
         # number often enough to probe like one.
         rule = (
-            _number_rule(algo_cls, key)
+            prober.number_rule(key)
             if kind in ("number", None)
-            else _choice_rule(algo_cls, key)
+            else prober.choice_rule(key)
             if kind == "str"
             else None
         )
@@ -269,26 +312,19 @@ def probe_refusals(algo_cls: type, kinds: dict[str, str | None]) -> dict[str, di
             rules[key] = rule
     # A rule must not depend on another key: each is checked again with every choice of
     # every choice key (e.g. each privacy_mechanism) that is valid on its own.
-    bases = [
-        {key: choice}
+    # (A choice that needs another key, e.g. PATE's gnmax its σ, gets a stand-in for it.)
+    completed = (
+        prober.complete({key: choice})
         for key, rule in rules.items()
         if "choices" in rule
         for choice in rule["choices"]
-        if _probe(algo_cls, None, None, {key: choice}) is None
-    ]
+    )
+    extras = [extra for extra in completed if extra is not None]
     return {
         key: rule
         for key, rule in rules.items()
-        if all(_holds(algo_cls, key, rule, base) for base in bases if key not in base)
+        if all(prober.holds(key, rule, extra) for extra in extras if key not in extra)
     }
-
-
-def _holds(algo_cls: type, key: str, rule: dict[str, Any], base: dict[str, Any]) -> bool:
-    """Whether ``rule`` gives the full validation's message on ``base`` too."""
-    probes: list[Any] = [_STRING_PROBES[0]] if "choices" in rule else [_NEGATIVE_PROBES[0], -1]
-    if "at_most" in rule:
-        probes.append(0)
-    return all(_probe(algo_cls, key, v, base) == refusal(rule, v) for v in probes)
 
 
 def _format(value: Any, value_format: str) -> str:

@@ -107,6 +107,16 @@ CASES = {
 }
 
 
+def test_a_pate_value_is_refused_before_ray(tmp_path, current_table):
+    """PATE's rules were probed with a stand-in teacher path; the user's path is not read."""
+    path = _write(
+        tmp_path, "{pate_teacher_checkpoints: /nowhere, pate_epsilon_budget: -1}", "PATEPPO"
+    )
+    code, heavy, stderr = run_probe("train", "-f", path, cwd=tmp_path)
+    assert (code, heavy) == (2, [])
+    assert "config key 'pate_epsilon_budget' must be a finite number > 0.0, got -1" in stderr
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_file_is_reported_before_anything_heavy_is_imported(tmp_path, case, request):
     config, expected = CASES[case]

@@ -41,6 +41,10 @@ def test_table_entry_gives_the_class_keys():
     assert key_table.is_current(key_table.load_table())
 
 
+#: Keys without which an algorithm's default config fails before its per-key checks.
+REQUIRED = {"PATEPPO": {"pate_teacher_checkpoints": "/nonexistent/teachers"}}
+
+
 def _full_validation_message(run: str, key: str, value: object) -> str | None:
     """The message of the validation `rllib train` runs after importing Ray (None: valid)."""
     from ray.tune.registry import get_trainable_cls
@@ -48,7 +52,7 @@ def _full_validation_message(run: str, key: str, value: object) -> str | None:
     from rllib_privacy.experiments.validate import validate_variants
 
     try:
-        validate_variants({key: value}, get_trainable_cls(run), 1, "")
+        validate_variants({**REQUIRED.get(run, {}), key: value}, get_trainable_cls(run), 1, "")
     except Exception as e:  # noqa: BLE001 - the message is what is compared
         return str(e)
     return None
@@ -93,9 +97,33 @@ def test_refusal_rules_cover_epsilon_and_mechanism_and_leave_valid_values():
     )
 
 
+def test_keys_behind_a_required_path_are_probed_with_a_stand_in():
+    """PATE's default config lacks its teachers: the rules come from a stand-in path."""
+    pate = key_table.algorithm_keys("PATEPPO")
+    assert pate is not None
+    assert key_table.refusal(pate.refused["pate_epsilon_budget"], -1) == (
+        _full_validation_message("PATEPPO", "pate_epsilon_budget", -1)
+    )
+    assert key_table.refusal(pate.refused["pate_aggregator"], "gnmax") is None
+
+
 def test_a_refusal_that_depends_on_another_key_gets_no_rule():
     """LDPPPO's privacy_reduced_dim is refused for 'only with prs' under the default
     mechanism but by its own bound under prs: one message would be wrong, so no rule."""
     assert _full_validation_message("LDPPPO", "privacy_reduced_dim", -2) is not None
     ppo = key_table.algorithm_keys("LDPPPO")
     assert ppo is not None and "privacy_reduced_dim" not in ppo.refused
+
+
+def test_a_refusal_only_under_the_default_choice_gets_no_rule():
+    """PATE checks pate_gamma only for LNMax (the default); GNMax, probed with a stand-in
+    for the σ it requires, takes any γ: a rule would refuse a valid config."""
+    from ray.tune.registry import get_trainable_cls
+
+    from rllib_privacy.experiments.validate import validate_variants
+
+    gnmax = {**REQUIRED["PATEPPO"], "pate_aggregator": "gnmax", "pate_gnmax_sigma": 40.0}
+    validate_variants({**gnmax, "pate_gamma": -1}, get_trainable_cls("PATEPPO"), 1, "")
+    assert _full_validation_message("PATEPPO", "pate_gamma", -1) is not None  # LNMax
+    pate = key_table.algorithm_keys("PATEPPO")
+    assert pate is not None and "pate_gamma" not in pate.refused
