@@ -46,6 +46,32 @@ def test_writes_only_tmp_path(tmp_path):
     result.stdout.fnmatch_lines(["E * the test wrote into ~/ray_results (?'PPO_2026-01-01'?)*"])
 
 
+def test_the_session_fails_if_the_users_ray_results_gained_an_entry(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The last guard: a write that bypasses HOME (an absolute path) still fails the run.
+
+    The inner session's "user" is a folder of this test: the real home is never written.
+    """
+    home = tmp_path / "user"
+    (home / "ray_results" / "earlier_run").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))  # what the inner session reads as the user's home
+    result = _session(
+        pytester,
+        """
+from conftest import REAL_RAY_RESULTS
+
+def test_writes_into_the_users_folder():
+    (REAL_RAY_RESULTS / "PPO_2026-01-01").mkdir()
+""",
+    )
+    result.assert_outcomes(passed=1)  # the test itself cannot see it: the session can
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    written = f"tests wrote into the user's {home / 'ray_results'}*PPO_2026-01-01*"
+    result.stdout.fnmatch_lines([written])
+    assert "earlier_run" not in result.stdout.str()  # only what the session added
+
+
 def test_home_and_ray_tmpdir_are_private_to_the_session() -> None:
     home = Path(os.environ["HOME"])
     assert home != REAL_RAY_RESULTS.parent
