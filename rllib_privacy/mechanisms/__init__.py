@@ -40,7 +40,11 @@ from rllib_privacy.mechanisms.instance_laplace import (
     privatized_pmf,
 )
 from rllib_privacy.mechanisms.laplace import clip_l1, laplace_gradient, laplace_noise_scale
-from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound, restricted_lipschitz
+from rllib_privacy.mechanisms.lipschitz import (
+    lipschitz_upper_bound,
+    policy_lipschitz_upper_bound,
+    restricted_lipschitz,
+)
 from rllib_privacy.mechanisms.noisy_max import (
     UNANSWERED,
     confident_gnmax,
@@ -104,6 +108,7 @@ __all__ = [
     "laplace_gradient",
     "laplace_noise_scale",
     "lipschitz_upper_bound",
+    "policy_lipschitz_upper_bound",
     "noise_generator",
     "noisy_max",
     "norm_concentration_radius",

@@ -7,12 +7,18 @@ give policies at L2 distance at most L·b. For a chain f = f_n ∘ … ∘ f_1, 
 is a valid but often loose bound; tighter estimates (e.g. LipSDP, Fazlyab et al. 2019) need
 an SDP solver and are not provided.
 
-Two facts the caller combines with the result (docs/components/kickstarting.md):
+For the policy s ↦ softmax(logits(s)), ``policy_lipschitz_upper_bound`` is tighter than the
+logits' bound in two valid ways:
 
-* softmax is 1-Lipschitz in L2 (its Jacobian diag(p) − ppᵀ has spectral norm <= 1/2), so the
-  bound for the logits network is also a bound for the policy softmax(logits);
-* the η-restriction π̃ = (1 − mη)·π + η multiplies the constant by (1 − mη)
-  (``restricted_lipschitz``).
+* softmax is 1/2-Lipschitz in L2: its Jacobian J = diag(p) − ppᵀ is symmetric, and by
+  Gershgorin's theorem each eigenvalue lies in a disc of centre p_i(1 − p_i) and radius
+  Σ_{j≠i} p_i·p_j = p_i(1 − p_i), so ‖J‖₂ <= max_i 2·p_i(1 − p_i) <= 1/2 (the bound is
+  attained at p = (1/2, 1/2, 0, …)); Gao & Pavel (2017) give 1, which is also valid;
+* softmax ignores a shift of all logits (J·1 = 0), so the last linear layer W acts through
+  its centred rows W_c = (I − 11ᵀ/m)·W, with ‖W_c‖₂ <= ‖W‖₂.
+
+The η-restriction π̃ = (1 − mη)·π + η multiplies the constant by (1 − mη)
+(``restricted_lipschitz``; docs/components/kickstarting.md).
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ from rllib_privacy.mechanisms.dirichlet import _check_eta
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["lipschitz_upper_bound", "restricted_lipschitz"]
+__all__ = ["lipschitz_upper_bound", "policy_lipschitz_upper_bound", "restricted_lipschitz"]
+
+#: ‖diag(p) − ppᵀ‖₂ <= 1/2 for every probability vector p (module docstring).
+SOFTMAX_LIPSCHITZ = 0.5
 
 # Lipschitz constant of SiLU, x·σ(x): max |d/dx| = 1.099839… (at x ≈ 2.40), rounded UP.
 # (1.0998, the value often quoted, is slightly below the true maximum, so not a valid bound.)
@@ -115,20 +124,64 @@ def lipschitz_upper_bound(*modules: nn.Module) -> float:
             training mode.
 
     """
+    bound = 1.0
+    for leaf in _leaves(modules):
+        bound *= _leaf_constant(leaf)
+    return bound
+
+
+def _leaves(modules: tuple[nn.Module, ...]) -> list[nn.Module]:
     from torch import nn
 
     if not modules:
         raise ValueError("lipschitz_upper_bound needs at least one torch.nn.Module")
-    bound = 1.0
+    leaves: list[nn.Module] = []
     for position, module in enumerate(modules):
         if not isinstance(module, nn.Module):
             raise ValueError(
                 f"lipschitz_upper_bound: argument {position} must be a torch.nn.Module, "
                 f"got {type(module).__name__}"
             )
-        for leaf in module.modules():
-            if next(leaf.children(), None) is None:
-                bound *= _leaf_constant(leaf)
+        leaves.extend(leaf for leaf in module.modules() if next(leaf.children(), None) is None)
+    return leaves
+
+
+def policy_lipschitz_upper_bound(*modules: nn.Module) -> float:
+    """Upper bound on the L2 Lipschitz constant of s ↦ softmax(chain(s)), chain ending in logits.
+
+    Formula: (1/2)·‖(I − 11ᵀ/m)·W‖₂·Π_{earlier layers} Lip, with W the weight of the last
+    ``nn.Linear`` (the logits layer, m outputs) and the earlier layers bounded as in
+    ``lipschitz_upper_bound``. Valid because softmax is 1/2-Lipschitz and ignores a common
+    shift of its inputs (module docstring), and Lipschitz constants multiply along a chain.
+    Never above ``lipschitz_upper_bound(*modules) / 2``; for one linear layer with two outputs
+    it is √2/4·‖w₁ − w₂‖, which the policy attains where p = (1/2, 1/2).
+
+    Args:
+        *modules: The chain from the observation to the logits, first layer first; its last
+            leaf must be the ``nn.Linear`` that outputs the logits.
+
+    Returns:
+        The bound, a float >= 0.
+
+    Raises:
+        ValueError: As ``lipschitz_upper_bound``, or if the last leaf is not an ``nn.Linear``.
+
+    """
+    import torch
+    from torch import nn
+
+    leaves = _leaves(modules)
+    last = leaves[-1] if leaves else None
+    if type(last) is not nn.Linear:
+        raise ValueError(
+            "policy_lipschitz_upper_bound: the chain must end in the nn.Linear layer that "
+            f"outputs the logits, got {type(last).__name__ if last is not None else 'no layer'}"
+        )
+    weight = last.weight.detach().to(dtype=torch.float64)
+    centred = weight - weight.mean(dim=0, keepdim=True)
+    bound = SOFTMAX_LIPSCHITZ * float(torch.linalg.matrix_norm(centred, ord=2))
+    for leaf in leaves[:-1]:
+        bound *= _leaf_constant(leaf)
     return bound
 
 

@@ -48,7 +48,7 @@ from rllib_privacy.accounting.owner_ledger import OwnerLedger
 from rllib_privacy.accounting.teacher_ledger import TeacherEvent, TeacherLedger
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism
-from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
+from rllib_privacy.mechanisms.lipschitz import policy_lipschitz_upper_bound
 from rllib_privacy.mechanisms.secure_noise import NoiseStreams
 from rllib_privacy.teachers.answer import TeacherAnswer
 from rllib_privacy.teachers.answer_cache import AnswerCache
@@ -643,7 +643,7 @@ def _module_lipschitz(module: Any) -> float:
             "RLlib's default encoder + pi head); set teacher_lipschitz explicitly"
         )
     try:
-        # softmax is 1-Lipschitz (L2), so the logits' bound is the policy's bound.
-        return float(lipschitz_upper_bound(actor, head))
+        # softmax is 1/2-Lipschitz (L2) and ignores a common shift of the logits.
+        return float(policy_lipschitz_upper_bound(actor, head))
     except ValueError as e:
         raise PrivacyConfigError(f"{e}; set teacher_lipschitz explicitly") from None

@@ -39,7 +39,10 @@ from rllib_privacy.learners.kickstart_loss import (
     kickstart_alpha,
 )
 from rllib_privacy.mechanisms.dirichlet import dirichlet_mechanism, kickstart_threshold
-from rllib_privacy.mechanisms.lipschitz import lipschitz_upper_bound
+from rllib_privacy.mechanisms.lipschitz import (
+    lipschitz_upper_bound,
+    policy_lipschitz_upper_bound,
+)
 from rllib_privacy.teachers import (
     DirichletTeacher,
     TeacherAnswer,
@@ -137,7 +140,9 @@ def test_rdp_budget_stops_the_next_rollout() -> None:
 def test_teacher_epsilon_is_eq12_with_the_restricted_lipschitz_constant() -> None:
     module = _module()
     teacher = DirichletTeacher(module, _settings())
-    network_l = lipschitz_upper_bound(module.encoder.encoder, module.pi)
+    network_l = policy_lipschitz_upper_bound(module.encoder.encoder, module.pi)
+    # The policy's bound: half the logits chain's at most (softmax is 1/2-Lipschitz).
+    assert network_l <= lipschitz_upper_bound(module.encoder.encoder, module.pi) / 2 + 1e-12
     assert teacher.restricted_lipschitz == pytest.approx((1 - 2 * 0.1) * network_l)
     expected = dirichlet_epsilon(
         k=20.0,

@@ -935,6 +935,9 @@ AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
     ),
     "laplace_noise_scale": f"the scale formula C/ε; {NO_RELEASE}",
     "lipschitz_upper_bound": f"a bound on a network's Lipschitz constant; {NO_RELEASE}",
+    "policy_lipschitz_upper_bound": (
+        f"a bound on a policy network's Lipschitz constant; {NO_RELEASE}"
+    ),
     "noise_generator": "returns a generator; the mechanisms that draw from it are audited",
     "noisy_max": ("test_lnmax_passes_with_power", "test_secure_lnmax_passes_with_power"),
     "norm_concentration_radius": f"closed-form radius; {NO_RELEASE}",

@@ -9,7 +9,12 @@ import pytest
 import torch
 from torch import nn
 
-from rllib_privacy.mechanisms import lipschitz_upper_bound, restrict_policy, restricted_lipschitz
+from rllib_privacy.mechanisms import (
+    lipschitz_upper_bound,
+    policy_lipschitz_upper_bound,
+    restrict_policy,
+    restricted_lipschitz,
+)
 
 ACTIVATIONS = [
     nn.ReLU,
@@ -153,3 +158,62 @@ def test_restricted_lipschitz_rejects_bad_arguments(kwargs: dict, match: str) ->
     lipschitz = kwargs.pop("lipschitz")
     with pytest.raises(ValueError, match=match):
         restricted_lipschitz(lipschitz, **kwargs)
+
+
+# ---- the policy bound: softmax is 1/2-Lipschitz and ignores a common shift of the logits --
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize(("seed", "actions"), [(0, 2), (1, 3), (2, 6)])
+def test_policy_bound_dominates_the_policy_slopes_and_halves_the_chain_bound(
+    activation: type[nn.Module], seed: int, actions: int
+) -> None:
+    net = random_mlp(seed, [4, 16, 16, actions], activation)
+    policy = nn.Sequential(net, nn.Softmax(dim=-1))
+    bound = policy_lipschitz_upper_bound(net)
+    assert bound <= lipschitz_upper_bound(net) / 2 * (1 + 1e-12)
+    assert largest_slope(policy, 4, seed) <= bound * (1 + 1e-9)
+
+
+def test_softmax_jacobian_norm_never_exceeds_one_half_and_reaches_it() -> None:
+    generator = torch.Generator().manual_seed(3)
+    logits = torch.randn(5000, 6, generator=generator, dtype=torch.float64) * 4.0
+    p = torch.softmax(logits, dim=-1)
+    jacobians = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
+    assert float(torch.linalg.matrix_norm(jacobians, ord=2).max()) <= 0.5
+    half = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64)
+    at_half = torch.diag(half) - torch.outer(half, half)
+    assert float(torch.linalg.matrix_norm(at_half, ord=2)) == pytest.approx(0.5, rel=1e-12)
+
+
+def test_two_action_linear_policy_bound_is_attained() -> None:
+    torch.manual_seed(4)
+    layer = nn.Linear(3, 2).double()
+    weight = layer.weight.detach()
+    bound = policy_lipschitz_upper_bound(layer)
+    assert bound == pytest.approx(math.sqrt(2) / 4 * float((weight[0] - weight[1]).norm()))
+    # On the decision boundary (p = (1/2, 1/2)), along w₁ − w₂, the slope is the bound.
+    direction = (weight[0] - weight[1]) / (weight[0] - weight[1]).norm()
+    bias = layer.bias.detach()
+    on_boundary = -(bias[0] - bias[1]) / (weight[0] - weight[1]).norm() * direction
+    step = 1e-6 * direction
+    policy = nn.Sequential(layer, nn.Softmax(dim=-1))
+    with torch.no_grad():
+        slope = (policy(on_boundary + step) - policy(on_boundary - step)).norm() / (2e-6)
+    assert float(slope) == pytest.approx(bound, rel=1e-6)
+
+
+def test_policy_bound_ignores_a_common_shift_of_the_logits() -> None:
+    net = random_mlp(5, [4, 8, 3], nn.Tanh)
+    before = policy_lipschitz_upper_bound(net)
+    with torch.no_grad():
+        net[-1].weight += torch.tensor([[1.0, -2.0, 0.5, 3.0, 0.0, 1.0, 2.0, -1.0]]).double()
+    assert policy_lipschitz_upper_bound(net) == pytest.approx(before, rel=1e-12)
+    assert lipschitz_upper_bound(net) > 2 * before  # the plain chain bound grew with the shift
+
+
+def test_policy_bound_needs_the_logits_layer_last() -> None:
+    with pytest.raises(ValueError, match="must end in the nn.Linear"):
+        policy_lipschitz_upper_bound(nn.Sequential(nn.Linear(3, 2), nn.Softmax(dim=-1)))
+    with pytest.raises(ValueError, match="at least one"):
+        policy_lipschitz_upper_bound()
