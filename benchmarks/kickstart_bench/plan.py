@@ -218,9 +218,10 @@ ARMS: dict[str, Arm] = {
     },
     # Debiased answers: a large η makes each release cheap (the Rényi cost falls steeply as η
     # approaches 1/m), a large k makes each answer informative, and the student undoes the
-    # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers the first states of
-    # the first rollout one release each until the budget is spent; replay keeps them. The
-    # "-fade" arms end the help with a kickstart_coeff schedule (1 → 0, linear).
+    # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers one release per state
+    # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
+    # of each rollout's states (the budget then lasts several rollouts, at the states the
+    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule.
     **{
         f"aware-eps10-debiased-eta{eta:g}{suffix}": Arm(
             f"aware-eps10-debiased-eta{eta:g}{suffix}",
@@ -228,7 +229,6 @@ ARMS: dict[str, Arm] = {
             {
                 "teacher_mechanism": "dirichlet",
                 "kickstart_lambda": 0.5,
-                "kickstart_coeff": 1.0 if not suffix else [[0, 1.0], [fade, 0.0]],
                 "teacher_epsilon_budget": 10.0,
                 "teacher_eta": eta,
                 "teacher_k": k,
@@ -236,14 +236,26 @@ ARMS: dict[str, Arm] = {
                 "teacher_cache_bits": 256,
                 "kickstart_answer_replay_size": 256,
                 "kickstart_answer_target": "debiased",
+                **variant(fade),
             },
             f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
             "cache (one release per state until the budget is spent), answer replay of 256 per "
-            "minibatch, debiased target (x − η)/(1 − mη)"
-            + (f", kickstart_coeff 1 → 0 over {fade:,} env steps" if suffix else ""),
+            f"minibatch, debiased target (x − η)/(1 − mη){words(fade)}",
             (task,),
         )
-        for suffix in ("", "-fade")
+        for suffix, variant, words in (
+            ("", lambda fade: {}, lambda fade: ""),
+            (
+                "-spread",
+                lambda fade: {"kickstart_query_rule": "random", "kickstart_query_fraction": 0.1},
+                lambda fade: ", a random tenth of each rollout's states asked",
+            ),
+            (
+                "-fade",
+                lambda fade: {"kickstart_coeff": [[0, 1.0], [fade, 0.0]]},
+                lambda fade: f", kickstart_coeff 1 → 0 over {fade:,} env steps",
+            ),
+        )
         for task, eta, k, fade in (
             ("cartpole", 0.4, 100.0, 30_000),
             ("acrobot", 0.3, 200.0, 30_000),

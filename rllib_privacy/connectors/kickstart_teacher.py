@@ -15,8 +15,9 @@ from ray.rllib.utils.annotations import override
 TEACHER_POLICY = "kickstart_teacher_policy"
 TEACHER_MASK = "kickstart_teacher_mask"
 TEACHER_K = "kickstart_teacher_k"
-#: Which states are sent to the teacher: all in the loss, or only where the student is unsure.
-QUERY_RULES: tuple[str, ...] = ("all", "uncertain")
+#: Which states are sent to the teacher: all in the loss, only where the student is unsure, or
+#: a uniform random fraction of them.
+QUERY_RULES: tuple[str, ...] = ("all", "uncertain", "random")
 
 
 class AddTeacherAnswersToBatch(ConnectorV2):
@@ -38,15 +39,21 @@ class AddTeacherAnswersToBatch(ConnectorV2):
 
     With ``query_rule="uncertain"`` only states where the student's current policy is
     unsure (largest action probability below ``query_confidence``) are sent; the others get
-    mask 0 and spend nothing. The rule reads only the student's own policy.
+    mask 0 and spend nothing. The rule reads only the student's own policy. With
+    ``query_rule="random"`` each state in the loss is sent with probability
+    ``query_fraction`` (the student's own coin): a small budget is then spread over many
+    rollouts, at the states the improving student visits, instead of being spent on the
+    first rollout's states.
 
     Args:
         input_observation_space: Passed to ConnectorV2.
         input_action_space: Passed to ConnectorV2.
         module_id: The RLModule the teacher kickstarts.
         num_actions: m, the number of discrete actions.
-        query_rule: ``"all"`` or ``"uncertain"`` (see above).
+        query_rule: ``"all"``, ``"uncertain"`` or ``"random"`` (see above).
         query_confidence: The threshold of ``"uncertain"``, in (1/m, 1].
+        query_fraction: The probability of ``"random"``, in (0, 1].
+        seed: Seed of the ``"random"`` rule's coins.
 
     """
 
@@ -59,6 +66,8 @@ class AddTeacherAnswersToBatch(ConnectorV2):
         num_actions: int,
         query_rule: str = "all",
         query_confidence: float = 0.9,
+        query_fraction: float = 1.0,
+        seed: int | None = None,
     ) -> None:
         super().__init__(input_observation_space, input_action_space)
         if query_rule not in QUERY_RULES:
@@ -67,6 +76,8 @@ class AddTeacherAnswersToBatch(ConnectorV2):
         self.num_actions = int(num_actions)
         self.query_rule = query_rule
         self.query_confidence = float(query_confidence)
+        self.query_fraction = float(query_fraction)
+        self._query_rng = np.random.default_rng(seed)
         self.teacher: Any = None
         self.answer_sink: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None
         self._queries = 0
@@ -105,6 +116,9 @@ class AddTeacherAnswersToBatch(ConnectorV2):
         ask = in_loss
         if self.query_rule == "uncertain" and in_loss.any():
             ask = in_loss & (self._student_confidence(rl_module, obs) < self.query_confidence)
+            self._skipped += int(in_loss.sum() - ask.sum())
+        elif self.query_rule == "random" and in_loss.any():
+            ask = in_loss & (self._query_rng.random(size) < self.query_fraction)
             self._skipped += int(in_loss.sum() - ask.sum())
         asked = int(ask.sum())
         if asked:

@@ -79,9 +79,11 @@ class KickstartLossSettings:
         beta: β in (0, 1), the confidence of Lemma 1.
         loss: ``"thresholded_l2"`` (φ_λ) or ``"cross_entropy"`` (Schmitt et al.).
         query_rule: Which states the teacher is asked about: ``"all"`` (every state in the
-            loss) or ``"uncertain"`` (only where the student's largest action probability
-            is below ``query_confidence``).
+            loss), ``"uncertain"`` (only where the student's largest action probability
+            is below ``query_confidence``) or ``"random"`` (each with probability
+            ``query_fraction``, the student's own coin).
         query_confidence: The threshold of ``"uncertain"``, in (0, 1].
+        query_fraction: The probability of ``"random"``, in (0, 1].
         replay_size: Remembered answers added to each minibatch's term (0: no replay).
         replay_capacity: How many answers are remembered; the oldest go first.
         answer_target: ``"released"`` (the answer x as released) or ``"debiased"``
@@ -96,6 +98,7 @@ class KickstartLossSettings:
     loss: str = "thresholded_l2"
     query_rule: str = "all"
     query_confidence: float = 0.9
+    query_fraction: float = 1.0
     replay_size: int = 0
     replay_capacity: int = 100_000
     answer_target: str = "released"
@@ -129,6 +132,15 @@ class KickstartLossSettings:
         if not 0.0 < confidence <= 1.0:
             raise PrivacyConfigError(
                 f"kickstart_query_confidence must be a number in (0, 1], got {confidence!r}"
+            )
+        fraction = self.query_fraction
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not 0.0 < fraction <= 1.0
+        ):
+            raise PrivacyConfigError(
+                f"kickstart_query_fraction must be a number in (0, 1], got {fraction!r}"
             )
         for name, value, low in (
             ("kickstart_answer_replay_size", self.replay_size, 0),
@@ -177,6 +189,7 @@ class KickstartLossSettings:
                 loss=config.kickstart_loss,
                 query_rule=getattr(config, "kickstart_query_rule", "all"),
                 query_confidence=getattr(config, "kickstart_query_confidence", 0.9),
+                query_fraction=getattr(config, "kickstart_query_fraction", 1.0),
                 replay_size=getattr(config, "kickstart_answer_replay_size", 0),
                 replay_capacity=getattr(config, "kickstart_answer_replay_capacity", 100_000),
                 answer_target=getattr(config, "kickstart_answer_target", "released"),
@@ -190,6 +203,7 @@ class KickstartLossSettings:
             "loss",
             "query_rule",
             "query_confidence",
+            "query_fraction",
             "replay_size",
             "replay_capacity",
             "answer_target",
@@ -276,6 +290,8 @@ class KickstartLossMixin(_MixinBase):
                 num_actions=int(module.action_space.n),
                 query_rule=self.kickstart_settings.query_rule,
                 query_confidence=self.kickstart_settings.query_confidence,
+                query_fraction=self.kickstart_settings.query_fraction,
+                seed=self.config.seed,
             )
             self._learner_connector.append(self._kickstart_connector)
         self._kickstart_coeff = Scheduler(

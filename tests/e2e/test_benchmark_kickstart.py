@@ -223,6 +223,8 @@ def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None
         "aware-eps1-replay",
         "aware-eps10-debiased-eta0.4",
         "aware-eps10-debiased-eta0.3",
+        "aware-eps10-debiased-eta0.4-spread",
+        "aware-eps10-debiased-eta0.3-spread",
         "aware-eps10-debiased-eta0.4-fade",
         "aware-eps10-debiased-eta0.3-fade",
     ]
@@ -412,6 +414,7 @@ def test_default_arms_and_experiment_files_follow_the_tasks(bench) -> None:
         "aware-eps10-replay",
         "aware-eps1-replay",
         "aware-eps10-debiased-eta0.16",
+        "aware-eps10-debiased-eta0.16-spread",
         "aware-eps10-debiased-eta0.16-fade",
         *(f"{kind}-c{c}" for kind in ("aware", "unaware") for c in (0.1, 0.3, 0.9)),
     }

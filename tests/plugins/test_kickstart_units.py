@@ -708,3 +708,33 @@ def test_kickstart_coeff_schedule_fades_the_term_out() -> None:
 def test_bad_kickstart_coeff_names_the_key(coeff: Any) -> None:
     with pytest.raises(PrivacyConfigError, match="kickstart_coeff"):
         KickstartLossSettings(coeff=coeff)
+
+
+def test_random_rule_asks_about_a_seeded_fraction_of_the_states_in_the_loss() -> None:
+    n, fraction = 4000, 0.1
+    in_loss = np.ones(n, bool)
+    in_loss[::10] = False  # PPO's masked bootstrap steps are never asked
+    counts = []
+    for seed in (3, 3, 4):
+        teacher = _CountingTeacher()
+        connector = AddTeacherAnswersToBatch(
+            num_actions=2, query_rule="random", query_fraction=fraction, seed=seed
+        )
+        connector.set_teacher(teacher)
+        out = connector(rl_module=None, batch=_batch(n, in_loss), episodes=[])
+        mask = out["default_policy"][TEACHER_MASK].numpy()
+        assert mask[~in_loss].sum() == 0
+        assert teacher.calls == [int(mask.sum())]
+        assert connector.get_state()["skipped"] == int(in_loss.sum() - mask.sum())
+        counts.append(mask)
+    np.testing.assert_array_equal(counts[0], counts[1])  # the same seed, the same coins
+    assert not np.array_equal(counts[0], counts[2])
+    # Binomial(3600, 0.1): 5 standard deviations (false-failure rate below 1e-6).
+    asked, trials = counts[0].sum(), int(in_loss.sum())
+    assert abs(asked - fraction * trials) < 5 * np.sqrt(trials * fraction * (1 - fraction))
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.5, -0.1, "half", True])
+def test_bad_query_fraction_names_the_key(fraction: Any) -> None:
+    with pytest.raises(PrivacyConfigError, match="kickstart_query_fraction"):
+        KickstartLossSettings(query_rule="random", query_fraction=fraction)

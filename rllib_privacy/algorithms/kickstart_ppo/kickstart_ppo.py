@@ -121,6 +121,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             "kickstart_loss",
             "kickstart_query_rule",
             "kickstart_query_confidence",
+            "kickstart_query_fraction",
             "kickstart_answer_replay_size",
             "kickstart_answer_replay_capacity",
             "kickstart_answer_target",
@@ -146,6 +147,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         self.kickstart_loss = loss_defaults.loss
         self.kickstart_query_rule = loss_defaults.query_rule
         self.kickstart_query_confidence = loss_defaults.query_confidence
+        self.kickstart_query_fraction = loss_defaults.query_fraction
         self.kickstart_answer_replay_size = loss_defaults.replay_size
         self.kickstart_answer_replay_capacity = loss_defaults.replay_capacity
         self.kickstart_answer_target = loss_defaults.answer_target
@@ -229,6 +231,7 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
         kickstart_loss: str = NotProvided,
         kickstart_query_rule: str = NotProvided,
         kickstart_query_confidence: float = NotProvided,
+        kickstart_query_fraction: float = NotProvided,
         kickstart_answer_replay_size: int = NotProvided,
         kickstart_answer_replay_capacity: int = NotProvided,
         kickstart_answer_target: str = NotProvided,
@@ -244,10 +247,13 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             kickstart_beta: β in (0, 1), the confidence of the Lemma 1 radius.
             kickstart_loss: ``thresholded_l2`` (φ_λ, eq. 16) or ``cross_entropy`` (Schmitt
                 et al.).
-            kickstart_query_rule: ``all`` (ask about every state in the loss) or
+            kickstart_query_rule: ``all`` (ask about every state in the loss),
                 ``uncertain`` (only where the student's largest action probability is below
-                ``kickstart_query_confidence``).
+                ``kickstart_query_confidence``) or ``random`` (each state with probability
+                ``kickstart_query_fraction``).
             kickstart_query_confidence: Threshold of the ``uncertain`` rule, in (1/m, 1].
+            kickstart_query_fraction: Probability with which the ``random`` rule asks about
+                each state, in (0, 1]: spreads a small budget over many rollouts.
             kickstart_answer_replay_size: Remembered teacher answers added to each
                 minibatch's kickstart term (0: no replay). Replaying released answers is
                 post-processing: it spends no budget.
