@@ -45,6 +45,7 @@ from harness import (
     command_line,
     dump_json,
     load_json,
+    log_algorithms_into_a_temporary_folder,
     machine_line,
     merge_json,
     run_json_processes,
@@ -70,6 +71,7 @@ def build_algo(config_cls: type, env: str, config: dict[str, Any]) -> Any:
     """An Algorithm from a YAML config dict (``model_config`` has no setter in 2.60)."""
     config = dict(config)
     model_config = config.pop("model_config", {})
+    log_algorithms_into_a_temporary_folder("exploration_benchmark_")
     return (
         config_cls()
         .environment(env)
@@ -221,6 +223,7 @@ def frozenlake_algo(arm: str, seed: int) -> Any:
     config.pop("count_exploration_config")
     config.pop("count_exploration_flatten_observations")
     model_config = config.pop("model_config", {})
+    log_algorithms_into_a_temporary_folder("exploration_benchmark_")
     return (
         PPOConfig()
         .environment(env)

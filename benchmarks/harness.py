@@ -365,6 +365,26 @@ class Progress:
 # --------------------------------------------------------------------------------------
 
 
+def log_algorithms_into_a_temporary_folder(prefix: str = "benchmark_") -> str:
+    """An Algorithm built outside Tune (``build_algo()``) logs into a temporary folder.
+
+    Ray's Trainable makes a timestamped folder in its module's ``DEFAULT_STORAGE_PATH``
+    (``~/ray_results``, fixed at import) when no Tune trial owns it; a benchmark must not
+    leave folders (some holding privacy journals) in the user's home. Call it in the
+    process that builds the Algorithm, before ``build_algo()``.
+
+    Returns:
+        The temporary folder.
+
+    """
+    import tempfile
+
+    from ray.tune.trainable import trainable
+
+    trainable.DEFAULT_STORAGE_PATH = tempfile.mkdtemp(prefix=prefix)
+    return trainable.DEFAULT_STORAGE_PATH
+
+
 def nested_get(result: Mapping[str, Any], key: str, default: Any = None) -> Any:
     """``result["a"]["b"]`` for ``key = "a/b"`` (or a flat ``"a/b"`` entry)."""
     if key in result:

@@ -53,6 +53,7 @@ from harness import (
     ResultsSection,
     command_line,
     dump_json,
+    log_algorithms_into_a_temporary_folder,
     machine_line,
     markdown_table,
     positive_int,
@@ -176,17 +177,6 @@ def policy_point(module: Any, env: Any) -> dict[str, Any]:
     }
 
 
-def _log_into_a_temporary_folder() -> None:
-    """An Algorithm built outside Tune logs into a temporary folder, not ~/ray_results.
-
-    Ray's Trainable makes a timestamped folder in its module's ``DEFAULT_STORAGE_PATH``
-    (``~/ray_results``, fixed at import) when no Tune trial owns it.
-    """
-    from ray.tune.trainable import trainable
-
-    trainable.DEFAULT_STORAGE_PATH = tempfile.mkdtemp(prefix="ilm_benchmark_")
-
-
 def train_and_evaluate(
     config: dict[str, Any], epsilon: float, seed: int, steps: int, evals: int, arm: str
 ) -> dict[str, Any]:
@@ -210,7 +200,7 @@ def train_and_evaluate(
     config["epsilon"] = [[0, 1.0], [steps // 2, 0.02]]
     # update_from_dict has no setter for model_config (the CLI translates it the same way).
     config["_model_config"] = config.pop("model_config", {})
-    _log_into_a_temporary_folder()
+    log_algorithms_into_a_temporary_folder("ilm_benchmark_")
     algo = (
         DQNConfig()
         .update_from_dict(

@@ -33,6 +33,7 @@ from harness import (
     ResultsSection,
     command_line,
     load_experiment_config,
+    log_algorithms_into_a_temporary_folder,
     machine_line,
 )
 
@@ -105,6 +106,7 @@ def submissions_per_second(base: dict[str, Any], folder: str, args: argparse.Nam
             "privacy_journal_dir": directory,
         }
     )
+    log_algorithms_into_a_temporary_folder("journal_overhead_")
     algo = config.build_algo()
     try:
         algo.train()  # warm-up: actors, first forward passes

@@ -50,6 +50,7 @@ from harness import (
     dump_json,
     load_averages,
     load_experiment_config,
+    log_algorithms_into_a_temporary_folder,
     machine_line,
     quiet_ray,
 )
@@ -382,6 +383,7 @@ def drain(algo: Any, *, timeout_s: float = 60.0) -> None:
 def run_arm(arm: Arm, base: Mapping[str, Any], args: argparse.Namespace) -> ArmResult:
     """Builds the algorithm, trains it for the arm's time or submissions, samples memory."""
     config = build_config(base, arm, args)
+    log_algorithms_into_a_temporary_folder("soak_")
     algo = config.build_algo()
     samples: list[Sample] = []
     start = time.perf_counter()

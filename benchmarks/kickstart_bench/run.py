@@ -33,6 +33,7 @@ from harness import (
     format_number,
     jsonable,
     load_json,
+    log_algorithms_into_a_temporary_folder,
     nested_get,
     run_resumable,
 )
@@ -646,6 +647,7 @@ def _overhead_algos(args: argparse.Namespace, teacher_checkpoint: str) -> tuple[
             smoothing=args.smoothing,
         )
         config.debugging(seed=args.seed)
+        log_algorithms_into_a_temporary_folder("kickstart_overhead_")
         algos[name] = config.build_algo()
     return algos, int(ppo.get("train_batch_size_per_learner", 4000))
 
@@ -753,6 +755,7 @@ def _quick_teacher(args: argparse.Namespace) -> str:
         .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[64, 64]))
         .debugging(seed=args.teacher_seed, log_level="ERROR")
     )
+    log_algorithms_into_a_temporary_folder("kickstart_overhead_")
     algo = config.build_algo()
     try:
         algo.train()

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import log_algorithms_into_a_temporary_folder
+
 from pgc_a3c_bench.documents import write_document
 from pgc_a3c_bench.plan import VARIANT_KEY, load_base_config, strip_variant
 from pgc_a3c_bench.results import SpeedResult, TrialRecord, TrialRecorder, fleet_ratios
@@ -201,6 +203,7 @@ def _measure_speed(
         f"then {args.speed_submissions} submissions...",
         flush=True,
     )
+    log_algorithms_into_a_temporary_folder("pgc_a3c_speed_")
     algo = config.build_algo()
     try:
         result = algo.train()  # warm-up: actors started, local learners built

@@ -112,3 +112,20 @@ def test_naming_a_test_file_or_id_runs_it_even_if_slow(pytester: pytest.Pytester
     # ... unless the command line chooses its own marks.
     result = _session(pytester, SLOW_AND_FAST, "test_inner.py", "-m", "not slow")
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_every_benchmark_that_builds_an_algorithm_logs_into_a_temporary_folder() -> None:
+    """build_algo() outside Tune writes a timestamped folder into ~/ray_results otherwise."""
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    builders = [
+        path
+        for path in sorted(benchmarks.rglob("*.py"))
+        if ".build_algo()" in path.read_text() and path.name != "harness.py"
+    ]
+    assert builders, "no benchmark builds an Algorithm: the check has nothing to check"
+    missing = [
+        str(path.relative_to(benchmarks))
+        for path in builders
+        if "log_algorithms_into_a_temporary_folder(" not in path.read_text()
+    ]
+    assert missing == []
