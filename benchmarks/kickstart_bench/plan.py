@@ -221,7 +221,9 @@ ARMS: dict[str, Arm] = {
     # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers one release per state
     # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
     # of each rollout's states (the budget then lasts several rollouts, at the states the
-    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule.
+    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule, and
+    # "-spread-fade" does both. Arms with a schedule must run in a process of their own: Tune
+    # cannot grid over a number and a list under one key.
     **{
         f"aware-eps10-debiased-eta{eta:g}{suffix}": Arm(
             f"aware-eps10-debiased-eta{eta:g}{suffix}",
@@ -254,6 +256,18 @@ ARMS: dict[str, Arm] = {
                 "-fade",
                 lambda fade: {"kickstart_coeff": [[0, 1.0], [fade, 0.0]]},
                 lambda fade: f", kickstart_coeff 1 → 0 over {fade:,} env steps",
+            ),
+            (
+                "-spread-fade",
+                lambda fade: {
+                    "kickstart_query_rule": "random",
+                    "kickstart_query_fraction": 0.1,
+                    "kickstart_coeff": [[0, 1.0], [fade, 0.0]],
+                },
+                lambda fade: (
+                    ", a random tenth of each rollout's states asked, kickstart_coeff 1 → 0 "
+                    f"over {fade:,} env steps"
+                ),
             ),
         )
         for task, eta, k, fade in (
