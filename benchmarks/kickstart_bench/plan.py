@@ -222,8 +222,7 @@ ARMS: dict[str, Arm] = {
     # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
     # of each rollout's states (the budget then lasts several rollouts, at the states the
     # improving student visits); "-fade" ends the help with a kickstart_coeff schedule, and
-    # "-spread-fade" does both. Arms with a schedule must run in a process of their own: Tune
-    # cannot grid over a number and a list under one key.
+    # "-spread-fade" does both.
     **{
         f"aware-eps10-debiased-eta{eta:g}{suffix}": Arm(
             f"aware-eps10-debiased-eta{eta:g}{suffix}",

@@ -14,6 +14,7 @@ built in one process and trained in turn, the order rotated every round.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import math
 import os
@@ -179,9 +180,16 @@ def run_tuner(
     from ray.tune.search import BasicVariantGenerator
 
     callback, stopper = _callbacks(trials, on_finished)
+    space = dict(base)
+    for t in trials:
+        for key, value in t.point.items():
+            if isinstance(value, list | tuple):
+                # Tune writes a point's list into the space entry by entry (a schedule such as
+                # kickstart_coeff [[0, 1.0], [30000, 0.0]]): the entry must have its shape.
+                space[key] = copy.deepcopy(value)
     tuner = tune.Tuner(
         trainable,
-        param_space=dict(base),
+        param_space=space,
         tune_config=tune.TuneConfig(
             # Each point is one trial.
             search_alg=BasicVariantGenerator(points_to_evaluate=[dict(t.point) for t in trials]),
