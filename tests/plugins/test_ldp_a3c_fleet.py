@@ -785,3 +785,35 @@ def test_solved_at_survives_state_dict_and_old_checkpoints_load_as_none() -> Non
     loaded.load_state_dict(old)
     assert loaded.solved_at is None
     assert loaded.submissions == whole.submissions and loaded.fst == whole.fst
+
+
+class _ModuleOnAnotherDevice(torch.nn.Module):
+    """A stand-in for a learner's module on a GPU: parameters on ``meta``, logits real."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(2, 4, device="meta"))
+        self.devices_seen: list[torch.device] = []
+
+    def _forward_inference(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        obs = batch[Columns.OBS]
+        self.devices_seen.append(obs.device)
+        return {Columns.ACTION_DIST_INPUTS: torch.zeros(obs.shape[0], 2)}
+
+
+def test_episodes_send_observations_to_the_modules_device() -> None:
+    """The greedy evaluation runs the learner's module, which sits on a GPU when
+    num_gpus_per_learner > 0: observations must go to its device (on an H200 they did not,
+    and the first evaluation failed with "Expected all tensors to be on the same device")."""
+    module = _ModuleOnAnotherDevice()
+    episodes = run_cartpole_episodes(
+        CartPoleGravityVectorEnv(3, max_episode_steps=CARTPOLE_V0_MAX_STEPS),
+        module,
+        gravities=np.full(3, 9.8),
+        seed=0,
+        sample=False,
+        alpha=0.0,
+        rng=np.random.default_rng(0),
+    )
+    assert module.devices_seen and set(module.devices_seen) == {torch.device("meta")}
+    assert episodes.lengths.min() >= 1

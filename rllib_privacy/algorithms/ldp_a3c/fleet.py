@@ -135,13 +135,16 @@ def run_cartpole_episodes(
     last_obs = np.zeros((num, obs_dim), dtype=np.float32)
     obs, _ = env.reset(seed=seed)
     env.set_gravities(gravities)
+    # The learner's module may sit on a GPU (num_gpus_per_learner > 0): the observations go
+    # to its device and the logits come back to the CPU.
+    device = next(module.parameters()).device
     for t in range(max_steps):
         with torch.no_grad():
             # _forward_inference: forward_inference() would toggle eval() on every step.
-            logits = module._forward_inference({Columns.OBS: torch.from_numpy(obs)})[
+            logits = module._forward_inference({Columns.OBS: torch.from_numpy(obs).to(device)})[
                 Columns.ACTION_DIST_INPUTS
             ]
-        actions = select_actions(logits.numpy(), sample=sample, alpha=alpha, rng=rng)
+        actions = select_actions(logits.cpu().numpy(), sample=sample, alpha=alpha, rng=rng)
         active = ~done
         obs_buf[t] = obs
         actions_buf[t] = actions
