@@ -115,6 +115,37 @@ CLASSIC = ("cartpole", "acrobot")
 #: (after about 11 rollouts, about when the ε-1000 arm's budget runs out).
 CACHE_SCHEDULE = {"teacher_vanishing_coefficient": 0.8, "teacher_min_k": 5.0}
 
+
+def _debiased_arm(task: str, eta: float, k: float, fade: int | None, *, spread: bool) -> Arm:
+    """A privacy-aware ε-10 student with debiased answers (see ``ARMS``)."""
+    overrides: dict[str, Any] = {
+        "teacher_mechanism": "dirichlet",
+        "kickstart_lambda": 0.5,
+        "teacher_epsilon_budget": 10.0,
+        "teacher_eta": eta,
+        "teacher_k": k,
+        "teacher_vanishing_coefficient": 1.0,
+        "teacher_cache_bits": 256,
+        "kickstart_answer_replay_size": 256,
+        "kickstart_answer_target": "debiased",
+    }
+    name = f"aware-eps10-debiased-eta{eta:g}"
+    description = (
+        f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
+        "cache (one release per state until the budget is spent), answer replay of 256 per "
+        "minibatch, debiased target (x − η)/(1 − mη)"
+    )
+    if spread:
+        overrides.update(kickstart_query_rule="random", kickstart_query_fraction=0.1)
+        name += "-spread"
+        description += ", a random tenth of each rollout's states asked"
+    if fade is not None:
+        overrides["kickstart_coeff"] = [[0, 1.0], [fade, 0.0]]
+        name += "-fade"
+        description += f", kickstart_coeff 1 → 0 over {fade:,} env steps"
+    return Arm(name, "KickstartPPO", overrides, description, (task,))
+
+
 ARMS: dict[str, Arm] = {
     "privacy-aware": Arm(
         "privacy-aware",
@@ -221,59 +252,16 @@ ARMS: dict[str, Arm] = {
     # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers one release per state
     # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
     # of each rollout's states (the budget then lasts several rollouts, at the states the
-    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule, and
-    # "-spread-fade" does both.
+    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule.
     **{
-        f"aware-eps10-debiased-eta{eta:g}{suffix}": Arm(
-            f"aware-eps10-debiased-eta{eta:g}{suffix}",
-            "KickstartPPO",
-            {
-                "teacher_mechanism": "dirichlet",
-                "kickstart_lambda": 0.5,
-                "teacher_epsilon_budget": 10.0,
-                "teacher_eta": eta,
-                "teacher_k": k,
-                "teacher_vanishing_coefficient": 1.0,
-                "teacher_cache_bits": 256,
-                "kickstart_answer_replay_size": 256,
-                "kickstart_answer_target": "debiased",
-                **variant(fade),
-            },
-            f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
-            "cache (one release per state until the budget is spent), answer replay of 256 per "
-            f"minibatch, debiased target (x − η)/(1 − mη){words(fade)}",
-            (task,),
-        )
-        for suffix, variant, words in (
-            ("", lambda fade: {}, lambda fade: ""),
-            (
-                "-spread",
-                lambda fade: {"kickstart_query_rule": "random", "kickstart_query_fraction": 0.1},
-                lambda fade: ", a random tenth of each rollout's states asked",
-            ),
-            (
-                "-fade",
-                lambda fade: {"kickstart_coeff": [[0, 1.0], [fade, 0.0]]},
-                lambda fade: f", kickstart_coeff 1 → 0 over {fade:,} env steps",
-            ),
-            (
-                "-spread-fade",
-                lambda fade: {
-                    "kickstart_query_rule": "random",
-                    "kickstart_query_fraction": 0.1,
-                    "kickstart_coeff": [[0, 1.0], [fade, 0.0]],
-                },
-                lambda fade: (
-                    ", a random tenth of each rollout's states asked, kickstart_coeff 1 → 0 "
-                    f"over {fade:,} env steps"
-                ),
-            ),
-        )
+        arm.name: arm
+        for spread, fade_out in ((False, False), (True, False), (False, True), (True, True))
         for task, eta, k, fade in (
             ("cartpole", 0.4, 100.0, 30_000),
             ("acrobot", 0.3, 200.0, 30_000),
             ("airraid", 0.16, 100.0, 200_000),
         )
+        for arm in [_debiased_arm(task, eta, k, fade if fade_out else None, spread=spread)]
     },
 }
 
