@@ -191,8 +191,8 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             teacher_eta: η < 1/m of the restricted simplex.
             teacher_tau: τ of the ε bound (eq. 12) and the δ estimate (eq. 6).
             teacher_adjacency: b, the adjacency radius in observation space.
-            teacher_lipschitz: L of the teacher network; ``None`` = the product of its
-                layers' spectral norms.
+            teacher_lipschitz: L of the teacher network s ↦ softmax(logits); ``None`` = a
+                bound from its weights (``policy_lipschitz_upper_bound``).
             teacher_epsilon_budget: Stop answering before ε would exceed this.
             teacher_delta_budget: Stop answering before δ would exceed this (default 1e-5).
                 With ``rdp`` composition, the δ at which ε is reported and budgeted (below
