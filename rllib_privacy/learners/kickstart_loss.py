@@ -107,11 +107,11 @@ class KickstartLossSettings:
     def __post_init__(self) -> None:
         """Validate; messages name the ``kickstart_*`` config keys."""
         _check_coeff(self.coeff)
-        for name, value in (("kickstart_lambda", self.lam),):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise PrivacyConfigError(f"{name} must be a number >= 0, got {value!r}")
-            if not math.isfinite(value) or value < 0:
-                raise PrivacyConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        lam = self.lam
+        if isinstance(lam, bool) or not isinstance(lam, int | float):
+            raise PrivacyConfigError(f"kickstart_lambda must be a number >= 0, got {lam!r}")
+        if not math.isfinite(lam) or lam < 0:
+            raise PrivacyConfigError(f"kickstart_lambda must be a finite number >= 0, got {lam!r}")
         if isinstance(self.beta, bool) or not isinstance(self.beta, int | float):
             raise PrivacyConfigError(f"kickstart_beta must be in (0, 1), got {self.beta!r}")
         if not 0.0 < self.beta < 1.0:
@@ -354,14 +354,8 @@ class KickstartLossMixin(_MixinBase):
                 term_sum, term_count = term_sum + replay_sum, term_count + replay_count
         term = term_sum / torch.clamp(term_count, min=1.0)
         self.metrics.log_dict({LOSS_METRIC: term, **metrics}, key=module_id, window=1)
-        return base + self.kickstart_coeff() * term
-
-    def kickstart_coeff(self) -> Any:
-        """The kickstart term's current weight (a schedule's value at the env steps so far)."""
-        scheduler = getattr(self, "_kickstart_coeff", None)
-        if scheduler is None:  # built without build() (unit tests of the term)
-            return self.kickstart_settings.coeff
-        return scheduler.get_current_value()
+        # The weight, or its schedule's value at the env steps sampled so far.
+        return base + self._kickstart_coeff.get_current_value() * term
 
     @override(Learner)
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
@@ -375,17 +369,15 @@ class KickstartLossMixin(_MixinBase):
 
     def _kickstart_targets(self, policies: Any, k: Any) -> tuple[Any, Any]:
         """(the term's target per row, α_λ per row): debiased where the settings say so."""
-        import torch
-
         settings = self.kickstart_settings
         alpha = kickstart_alpha(k, settings)
         if settings.answer_target != "debiased":
             return policies, alpha
         assert settings.teacher_eta is not None
         targets = debiased_answers(policies, k, eta=settings.teacher_eta)
-        # Lemma 1's radius bounds ‖x − π̃‖; the debiased target is (x − η)/(1 − mη).
-        scale = 1.0 - policies.shape[-1] * settings.teacher_eta
-        return targets, torch.where(torch.isfinite(k), alpha / scale, alpha)
+        # Lemma 1's radius bounds ‖x − π̃‖; the debiased target is (x − η)/(1 − mη). (k = ∞:
+        # α_λ is 0 either way.)
+        return targets, alpha / (1.0 - policies.shape[-1] * settings.teacher_eta)
 
     def _kickstart_per_sample(self, logits: Any, teacher: Any, alpha: Any) -> tuple[Any, Any]:
         """(φ_λ or the cross-entropy per sample, 1 where the term is active)."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.schedules.scheduler import Scheduler
 
 from rllib_privacy.connectors.kickstart_teacher import (
     TEACHER_K,
@@ -151,6 +152,7 @@ class _ProbabilitiesModule:
 class _Learner(KickstartLossMixin, _ZeroLossLearner):
     def __init__(self, settings: KickstartLossSettings) -> None:
         self.kickstart_settings = settings
+        self._kickstart_coeff = Scheduler(fixed_value_or_schedule=settings.coeff)
         self.metrics = _Metrics()
         self.module = {"default_policy": _ProbabilitiesModule()}
         self._answer_replay = AnswerReplay(settings.replay_capacity)

@@ -349,6 +349,7 @@ class _ZeroLossLearner:
 class _Learner(KickstartLossMixin, _ZeroLossLearner):
     def __init__(self, settings: KickstartLossSettings) -> None:
         self.kickstart_settings = settings
+        self._kickstart_coeff = Scheduler(fixed_value_or_schedule=settings.coeff)
         self.metrics = _Metrics()
 
 
