@@ -355,16 +355,41 @@ def _exact_two_actions(orders: np.ndarray, k: float, eta: float, radius: float) 
     return np.maximum(g, 0.0) / (orders - 1.0)
 
 
-def _max_plus_knapsack(values: np.ndarray, budget: int, items: int) -> float:
-    """The maximum of Σ_i values[w_i] over ``items`` picks w_i with Σ_i w_i <= budget."""
-    best = np.zeros(budget + 1)
-    weights = np.arange(values.size)
-    for _ in range(items):
-        # candidate[b, w] = best[b − w] + values[w], for w <= b.
-        rest = np.arange(budget + 1)[:, None] - weights[None, :]
-        candidate = np.where(rest >= 0, best[np.maximum(rest, 0)] + values[None, :], -np.inf)
-        best = candidate.max(axis=1)
-    return float(best[budget])
+def _max_plus_knapsack(values: np.ndarray, budget: int, items: int) -> np.ndarray:
+    """Per row r, the maximum of Σ_i values[r, w_i] over ``items`` picks with Σ_i w_i <= budget.
+
+    Every row must be nondecreasing in w (then more budget never hurts, and a budget of at least
+    ``items·(n − 1)`` lets every pick take the last weight).
+
+    Args:
+        values: Gains, shape (R, n), nondecreasing along each row.
+        budget: Total weight allowed, an int >= 0.
+        items: Number of picks, an int >= 1.
+
+    Returns:
+        The maxima, shape (R,).
+
+    """
+    rows, n = values.shape
+    if budget >= items * (n - 1):
+        return items * values[:, -1]
+    # best[r, b]: the maximum over the picks made so far with total weight <= b.
+    best = np.zeros((rows, budget + 1))
+    reversed_values = values[:, ::-1]
+    # Rows in chunks keep the (rows, budget + 1, n) window within a few tens of MB.
+    chunk = max(1, 4_000_000 // ((budget + 1) * n))
+    for _ in range(items - 1):
+        padded = np.concatenate([np.full((rows, n - 1), -np.inf), best], axis=1)
+        # windows[r, b, j] = best[r, b + j − (n − 1)], paired with the weight w = n − 1 − j.
+        windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)
+        for start in range(0, rows, chunk):
+            stop = start + chunk
+            best[start:stop] = (windows[start:stop] + reversed_values[start:stop, None, :]).max(
+                axis=2
+            )
+    # The last pick only needs the full budget: max over w of best[budget − w] + values[w].
+    weights = np.arange(min(n, budget + 1))
+    return (best[:, budget - weights] + values[:, weights]).max(axis=1)
 
 
 def _relaxed_bound(orders: np.ndarray, k: float, eta: float, radius: float, m: int) -> np.ndarray:
@@ -395,12 +420,9 @@ def _relaxed_bound(orders: np.ndarray, k: float, eta: float, radius: float, m: i
     per_sigma = np.maximum(g[:half], g[half:]).reshape(orders.size, _NUM_SIGMA)
     # Σσ_i <= radius²; the relative margin only widens the budget (safe) against rounding.
     budget = math.floor(radius**2 / unit * (1.0 + 1e-12))
-    result = np.empty(orders.size)
-    for row, order in enumerate(orders):
-        # G is nondecreasing, so a running maximum of upper bounds is still an upper bound.
-        values = np.maximum.accumulate(np.maximum(per_sigma[row], 0.0))
-        result[row] = _max_plus_knapsack(values, budget, m) / (order - 1.0)
-    return result
+    # G is nondecreasing, so a running maximum of upper bounds is still an upper bound.
+    values = np.maximum.accumulate(np.maximum(per_sigma, 0.0), axis=1)
+    return _max_plus_knapsack(values, budget, m) / (orders - 1.0)
 
 
 def dirichlet_rdp(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
     __all__,
     _certified_max,
+    _max_plus_knapsack,
     _relaxed_bound,
     compose_dirichlet_rdp,
     dirichlet_rdp,
@@ -273,6 +275,35 @@ def test_many_action_bound_is_never_below_an_admissible_pair(
         assert best <= bound
         # How loose (module docstring): within about m/(m−1) of the best pair found.
         assert bound <= best * (m / (m - 1) + 0.1)
+
+
+@pytest.mark.parametrize(
+    ("n", "budget", "items"), [(4, 0, 3), (5, 3, 2), (6, 7, 3), (5, 9, 3), (4, 20, 4), (3, 5, 1)]
+)
+def test_knapsack_matches_brute_force_over_every_allocation(n: int, budget: int, items: int) -> None:
+    rng = np.random.default_rng(n * 100 + budget * 10 + items)
+    values = np.maximum.accumulate(rng.exponential(size=(5, n)), axis=1)
+    expected = [
+        max(
+            sum(row[w] for w in picks)
+            for picks in itertools.product(range(n), repeat=items)
+            if sum(picks) <= budget
+        )
+        for row in values
+    ]
+    np.testing.assert_allclose(_max_plus_knapsack(values, budget, items), expected, rtol=1e-12)
+
+
+def test_relaxed_bound_stops_growing_once_every_coordinate_takes_its_largest_move() -> None:
+    # A radius far above 1 − mη (a steep teacher, η near 1/m) made the knapsack's budget tens of
+    # thousands of grid units; every coordinate then takes its largest move.
+    orders = np.array([1.05, 1.5, 2.0])
+    bound = _relaxed_bound(orders, 5.0, 0.16, 0.5, 6)
+    single = _relaxed_bound(orders, 5.0, 0.16, 0.04 * math.sqrt(6 / 5), 6)
+    assert np.all(np.isfinite(bound))
+    # Once the radius is past the point where it binds, a larger radius changes nothing.
+    np.testing.assert_allclose(bound, _relaxed_bound(orders, 5.0, 0.16, 5.0, 6), rtol=1e-12)
+    assert np.all(bound >= single)
 
 
 def test_relaxed_bound_lies_above_the_exact_two_action_supremum() -> None:
