@@ -16,6 +16,7 @@ from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
     __all__,
     _certified_max,
+    _coordinate_maxima,
     _max_plus_knapsack,
     _relaxed_bound,
     compose_dirichlet_rdp,
@@ -280,7 +281,9 @@ def test_many_action_bound_is_never_below_an_admissible_pair(
 @pytest.mark.parametrize(
     ("n", "budget", "items"), [(4, 0, 3), (5, 3, 2), (6, 7, 3), (5, 9, 3), (4, 20, 4), (3, 5, 1)]
 )
-def test_knapsack_matches_brute_force_over_every_allocation(n: int, budget: int, items: int) -> None:
+def test_knapsack_matches_brute_force_over_every_allocation(
+    n: int, budget: int, items: int
+) -> None:
     rng = np.random.default_rng(n * 100 + budget * 10 + items)
     values = np.maximum.accumulate(rng.exponential(size=(5, n)), axis=1)
     expected = [
@@ -304,6 +307,39 @@ def test_relaxed_bound_stops_growing_once_every_coordinate_takes_its_largest_mov
     # Once the radius is past the point where it binds, a larger radius changes nothing.
     np.testing.assert_allclose(bound, _relaxed_bound(orders, 5.0, 0.16, 5.0, 6), rtol=1e-12)
     assert np.all(bound >= single)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_coordinate_maxima_match_a_dense_search_over_the_box(seed: int) -> None:
+    # The closed form puts the pair's lower point at η (the digamma is concave); a dense grid
+    # over every lower point l in the box, written out independently, must never beat it.
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(3, 7))
+    eta = float(rng.uniform(0.01, 0.95 / m))
+    k = float(rng.choice([0.3, 2.0, 20.0, 300.0]))
+    d_top = (1.0 - m * eta) * float(rng.uniform(0.05, 1.0))
+    displacements = np.array([d_top * 1e-3, d_top * 0.3, d_top])
+    limit = 1.0 + eta / d_top
+    orders = 1.0 + (limit - 1.0) * np.array([0.05, 0.5, 0.95])
+    closed = _coordinate_maxima(orders, k, eta, displacements)
+    upper = 1.0 - (m - 1) * eta
+    for i, a in enumerate(orders):
+        for j, d in enumerate(displacements):
+            lower_points = np.linspace(eta, upper - d, 2001)
+            up = (
+                special.gammaln(k * (lower_points - (a - 1.0) * d))
+                - a * special.gammaln(k * lower_points)
+                + (a - 1.0) * special.gammaln(k * (lower_points + d))
+            )
+            down = (
+                special.gammaln(k * (lower_points + a * d))
+                - a * special.gammaln(k * (lower_points + d))
+                + (a - 1.0) * special.gammaln(k * lower_points)
+            )
+            best = max(up.max(), down.max())
+            slack = 1e-12 * (1.0 + abs(special.gammaln(k * eta)) * a)
+            assert best <= closed[i, j] + slack
+            assert closed[i, j] <= best + slack
 
 
 def test_relaxed_bound_lies_above_the_exact_two_action_supremum() -> None:
