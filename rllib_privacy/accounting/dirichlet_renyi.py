@@ -26,22 +26,30 @@ terms cancel and the divergence is a sum over coordinates,
 with every g_a >= 0 (lnΓ is convex). Two facts about g_a drive the suprema below, both from
 ∂g_a/∂v = (a − 1)·(ψ(v) − ψ(w)) and ∂g_a/∂u = a·(ψ(w) − ψ(u)), w = a·u + (1−a)·v, ψ increasing:
 for fixed u, g_a grows as v moves away from u (either way), and for fixed v it grows as u
-moves away from v.
+moves away from v. Two more fix where the worst pair sits. Write one coordinate's pair as its
+lower value l and l + d: g_a is then lnΓ at three points x_0, x_1, x_2 with weights 1, −a,
+a − 1 and x_1 = (x_0 + (a − 1)·x_2)/a, namely k·(l − (a−1)d, l, l + d) when u = l (the
+coordinate moves up) and k·(l + a·d, l + d, l) when u = l + d (it moves down). By Jensen's
+inequality for the digamma ψ (concave) and the trigamma ψ' (convex), dg_a/dl =
+k·(ψ(x_0) − a·ψ(x_1) + (a − 1)·ψ(x_2)) <= 0 and d²g_a/dl² = k²·(ψ'(x_0) − a·ψ'(x_1) +
+(a − 1)·ψ'(x_2)) >= 0: **for a fixed move d, g_a falls and is convex as the pair's lower value
+rises.**
 
 * **m = 2 (exact).** Write x = (t, 1−t), x' = (t', 1−t'); ‖x − x'‖₂ = √2·|t − t'|. By the two
   monotonicity facts (each coordinate moves away from its partner when |t − t'| grows) the
   supremum is attained at the largest displacement s = min(radius/√2, 1 − 2η); by the
   symmetry x ↔ (x_2, x_1) it suffices to take t' = t + s, so the supremum is a 1-D maximum of
-  F(t) = D_a(Beta(kt, k(1−t)) ‖ Beta(k(t+s), k(1−t−s))) over t ∈ [η, 1 − η − s]. It is
-  computed by ``_certified_max`` (adaptive bisection with a rigorous upper bound on every
-  interval), which returns an upper bound within ``_RTOL`` (relative) + ``_ATOL`` (absolute,
-  in nats) of the true supremum, never below it (up to a floating-point slack that is added).
+  F(t) = D_a(Beta(kt, k(1−t)) ‖ Beta(k(t+s), k(1−t−s))) over t ∈ [η, 1 − η − s]. F is the
+  sum of coordinate 1's g_a (lower value t) and coordinate 2's (lower value 1 − t − s), each
+  convex in t, so the maximum is at t = η or t = 1 − η − s, in closed form (a floating-point
+  slack of a few ulps of the lnΓ terms is added, so that cancellation cannot put the result
+  below the supremum).
 * **m > 2 (safe upper bound).** Relax the pair to its coordinates: each (x_i, x'_i) lies in
   the box [η, 1 − (m−1)η]², the displacements d_i = x'_i − x_i satisfy Σd_i² <= radius² and,
   since Σd_i = 0, |d_i| <= d_max = min(radius·√((m−1)/m), 1 − mη). With G(σ) the largest
   coordinate term g_a(k·u, k·v)/(a − 1) over the box with |u − v| <= √σ (attained at the
-  extreme displacement, as above; G⁺ >= G is its value where the lower point of the pair sits
-  at η, which is the maximum over the box because the digamma is concave, made nondecreasing),
+  extreme displacement, as above, and at the lower value η, since g_a falls as the lower value
+  rises; G⁺ >= G adds the rounding slack and is made nondecreasing),
   every admissible pair has D_a <= Σ_i G(d_i²) with Σ_i d_i² <= radius² and
   d_i² <= d_max². On the grid σ_j = j·d_max²/n a coordinate with d_i² ∈ (σ_{j−1}, σ_j]
   gains at most G⁺(σ_j) and its d_i² is at least σ_{j−1}: rounding every d_i² down to its
@@ -94,13 +102,8 @@ __all__ = [
 # an order below 2, so the grid is dense close to 1.
 DEFAULT_ORDERS: tuple[float, ...] = tuple(float(a) for a in 1.0 + np.geomspace(1e-2, 1e3, 121))
 
-# Tolerance of the exact m = 2 supremum: returned − true ∈ [0, _RTOL·true + _ATOL].
-_RTOL = 1e-9
-_ATOL = 1e-12
 # Grid of σ = d² for the m > 2 bound (its step costs about one grid cell per coordinate).
 _NUM_SIGMA = 256
-_INITIAL_INTERVALS = 32
-_MAX_ROUNDS = 60
 # Orders within this relative margin below the finite limit are reported as infinite.
 _FINITE_MARGIN = 1e-12
 # Floating-point slack added to certified bounds, relative to the magnitude of the lnΓ sum.
@@ -222,136 +225,42 @@ def _log_beta(v: np.ndarray) -> float:
     return math.fsum(special.gammaln(v)) - float(special.gammaln(math.fsum(v)))
 
 
-def _certified_max(
-    k: float,
-    coef: np.ndarray,
-    offset: np.ndarray,
-    slope: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    rtol: float,
-    atol: np.ndarray,
-) -> np.ndarray:
-    """Certified maxima of f_p(t) = Σ_j c_pj·lnΓ(k·(o_pj + s_pj·t)) over t ∈ [lo_p, hi_p].
-
-    Every argument must stay > 0 on the interval. Terms with c > 0 are convex in t, terms
-    with c < 0 concave. On an interval [t_0, t_1] the convex part lies below its chord and the
-    concave part below both its tangents at the ends, so f lies below the concave piecewise
-    linear chord + min(tangents), whose maximum is at t_0, t_1 or where the tangents cross.
-    Intervals whose bound exceeds the best value seen (a lower bound) by more than the
-    tolerance are bisected; the rest are retired with their bound.
-
-    Args:
-        k: The concentration k (scales every argument).
-        coef: c, shape (P, J).
-        offset: o, shape (P, J).
-        slope: s, shape (P, J).
-        lo: Lower ends, shape (P,).
-        hi: Upper ends (>= lo), shape (P,).
-        rtol: Relative tolerance of the result.
-        atol: Absolute tolerance per problem, shape (P,).
+def _pair_terms(
+    orders: np.ndarray, k: float, lower: Any, d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """g_a(k·u, k·v) for one coordinate whose two values are ``lower`` and ``lower + d``.
 
     Returns:
-        Upper bounds U_p with max f_p <= U_p <= max f_p + rtol·|max f_p| + atol_p + slack
-        (slack: a few ulps of the lnΓ terms' magnitude, added so that rounding cannot make
-        U_p fall below the maximum). If the bisection budget runs out first, U_p is still an
-        upper bound, only less tight.
+        (up, down, magnitude): up has (u, v) = (l, l + d), down (u, v) = (l + d, l), and
+        magnitude bounds the lnΓ terms' sizes (for the rounding slack). Shapes broadcast
+        ``orders[:, None]`` against ``lower`` and ``d``.
 
     """
-    num_problems = coef.shape[0]
-    convex = coef > 0.0
-
-    def evaluate(index: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, ...]:
-        args = k * (offset[index] + slope[index] * t[:, None])
-        terms = coef[index] * special.gammaln(args)
-        derivs = coef[index] * slope[index] * k * special.digamma(args)
-        conv = convex[index]
-        return (
-            np.where(conv, terms, 0.0).sum(axis=1),
-            np.where(conv, 0.0, terms).sum(axis=1),
-            np.where(conv, 0.0, derivs).sum(axis=1),
-            np.abs(terms).sum(axis=1),
-        )
-
-    fractions = np.linspace(0.0, 1.0, _INITIAL_INTERVALS + 1)
-    problem = np.repeat(np.arange(num_problems), _INITIAL_INTERVALS + 1)
-    points = (lo[:, None] + (hi - lo)[:, None] * fractions[None, :]).reshape(-1)
-    conv_v, conc_v, conc_d, mag = evaluate(problem, points)
-    lower = np.full(num_problems, -np.inf)
-    np.maximum.at(lower, problem, conv_v + conc_v)
-    scale = np.zeros(num_problems)
-    np.maximum.at(scale, problem, mag)
-    retired = np.full(num_problems, -np.inf)
-    # Intervals as (left, right) index pairs into the point arrays.
-    is_left = np.ones(points.size, dtype=bool)
-    is_left[_INITIAL_INTERVALS :: _INITIAL_INTERVALS + 1] = False
-    left = np.flatnonzero(is_left)
-    right = left + 1
-    for round_ in range(_MAX_ROUNDS):
-        owner = problem[left]
-        width = points[right] - points[left]
-        # Where the two tangents of the concave part cross, measured from the left end.
-        denom = conc_d[left] - conc_d[right]
-        safe = denom > 0.0
-        cross = np.where(
-            safe,
-            (conc_v[right] - conc_v[left] - conc_d[right] * width) / np.where(safe, denom, 1.0),
-            0.0,
-        )
-        cross = np.clip(cross, 0.0, width)
-        ratio = np.divide(cross, width, out=np.zeros_like(cross), where=width > 0.0)
-        chord_at_cross = conv_v[left] + (conv_v[right] - conv_v[left]) * ratio
-        tangent_at_cross = np.minimum(
-            conc_v[left] + conc_d[left] * cross,
-            conc_v[right] - conc_d[right] * (width - cross),
-        )
-        bound = np.maximum.reduce(
-            [
-                conv_v[left] + conc_v[left],
-                conv_v[right] + conc_v[right],
-                chord_at_cross + tangent_at_cross,
-            ]
-        )
-        tolerance = rtol * np.abs(lower[owner]) + atol[owner]
-        # In the last round every interval retires with its (valid, maybe looser) bound.
-        done = (bound <= lower[owner] + tolerance) | (round_ == _MAX_ROUNDS - 1)
-        np.maximum.at(retired, owner[done], bound[done])
-        left, right = left[~done], right[~done]
-        if left.size == 0:
-            break
-        # Bisect the rest: append the midpoints to the point arrays.
-        mid = 0.5 * (points[left] + points[right])
-        owner = problem[left]
-        mid_values = evaluate(owner, mid)
-        base = points.size
-        points = np.concatenate([points, mid])
-        problem = np.concatenate([problem, owner])
-        conv_v, conc_v, conc_d, mag = (
-            np.concatenate([old, new])
-            for old, new in zip((conv_v, conc_v, conc_d, mag), mid_values, strict=True)
-        )
-        np.maximum.at(lower, owner, mid_values[0] + mid_values[1])
-        np.maximum.at(scale, owner, mid_values[3])
-        new = base + np.arange(mid.size)
-        left, right = np.concatenate([left, new]), np.concatenate([new, right])
-    return np.maximum(lower, retired) + _ROUNDING * scale
+    a = orders[:, None]
+    at_lower = special.gammaln(k * lower)
+    at_upper = special.gammaln(k * (lower + d))
+    up_first = special.gammaln(k * (lower - (a - 1.0) * d))
+    down_first = special.gammaln(k * (lower + a * d))
+    up = up_first - a * at_lower + (a - 1.0) * at_upper
+    down = down_first - a * at_upper + (a - 1.0) * at_lower
+    magnitude = (
+        np.abs(a * at_lower)
+        + np.abs(a * at_upper)
+        + np.maximum(np.abs(up_first), np.abs(down_first))
+    )
+    return up, down, magnitude
 
 
 def _exact_two_actions(orders: np.ndarray, k: float, eta: float, radius: float) -> np.ndarray:
     """Exact supremum for m = 2 at finite orders (module docstring)."""
     s = min(radius / math.sqrt(2.0), 1.0 - 2.0 * eta)
-    a = orders[:, None]
-    ones = np.ones_like(a)
-    # x = (t, 1−t), x' = (t+s, 1−t−s): g_a per coordinate as lnΓ terms of t.
-    coef = np.hstack([ones, -a * ones, (a - 1.0) * ones] * 2)
-    offset = np.hstack(
-        [-(a - 1.0) * s, 0.0 * a, s * ones, 1.0 + (a - 1.0) * s, ones, (1.0 - s) * ones]
-    )
-    slope = np.hstack([ones, ones, ones, -ones, -ones, -ones])
-    lo = np.full(orders.size, eta)
-    hi = np.full(orders.size, max(eta, 1.0 - eta - s))
-    g = _certified_max(k, coef, offset, slope, lo, hi, _RTOL, _ATOL * (orders - 1.0))
-    return np.maximum(g, 0.0) / (orders - 1.0)
+    # x = (t, 1−t), x' = (t+s, 1−t−s): coordinate 1 moves up from t, coordinate 2 down to
+    # 1 − t − s. F(t) is convex, so its maximum over [η, 1 − η − s] is at an end.
+    ends = np.array([eta, 1.0 - eta - s])
+    first_up, _, first_size = _pair_terms(orders, k, ends, np.array(s))
+    _, second_down, second_size = _pair_terms(orders, k, 1.0 - ends - s, np.array(s))
+    value = np.max(first_up + second_down + _ROUNDING * (first_size + second_size), axis=1)
+    return np.maximum(value, 0.0) / (orders - 1.0)
 
 
 def _max_plus_knapsack(values: np.ndarray, budget: int, items: int) -> np.ndarray:
@@ -396,28 +305,15 @@ def _coordinate_maxima(
 ) -> np.ndarray:
     """Upper bounds on G: the largest g_a(k·u, k·v) over the box with |u − v| = d, per (a, d).
 
-    With the lower of the two points at l, the pair is (u, v) = (l, l + d) or (l + d, l), and
-    g_a is lnΓ at three points x_0, x_1, x_2 with weights 1, −a, a − 1 where
-    x_1 = (x_0 + (a − 1)·x_2)/a: (l − (a−1)d, l, l + d) or (l + a·d, l + d, l). Its derivative in
-    l is k·(ψ(k·x_0) − a·ψ(k·x_1) + (a − 1)·ψ(k·x_2)) <= 0 because the digamma ψ is concave, so
-    the maximum over l ∈ [η, 1 − (m−1)η − d] is at l = η, in closed form (plus a rounding slack of
-    a few ulps of the lnΓ terms, so that cancellation cannot put it below the maximum).
+    The maximum over the pair's lower point l ∈ [η, 1 − (m−1)η − d] is at l = η (module
+    docstring), in closed form plus a rounding slack of a few ulps of the lnΓ terms, so that
+    cancellation cannot put it below the maximum.
 
     Returns:
         Shape (orders, displacements).
 
     """
-    a = orders[:, None]
-    d = displacements[None, :]
-    lower = special.gammaln(k * eta)
-    middle = special.gammaln(k * (eta + d))
-    up_first = special.gammaln(k * (eta - (a - 1.0) * d))
-    down_first = special.gammaln(k * (eta + a * d))
-    up = up_first - a * lower + (a - 1.0) * middle
-    down = down_first - a * middle + (a - 1.0) * lower
-    magnitude = (
-        np.abs(a * lower) + np.abs(a * middle) + np.maximum(np.abs(up_first), np.abs(down_first))
-    )
+    up, down, magnitude = _pair_terms(orders, k, np.array(eta), displacements[None, :])
     return np.maximum(up, down) + _ROUNDING * magnitude
 
 
@@ -444,9 +340,9 @@ def dirichlet_rdp(
     ε(a) = sup D_a(Dir(k·x) ‖ Dir(k·x')) over x, x' ∈ Δ_{m,η} with ‖x − x'‖₂ <= radius (the
     adjacency assumption: adjacent observations give restricted policies at most ``radius``
     apart, radius = (1 − mη)·L·b for a teacher network with Lipschitz constant L and
-    adjacency radius b). Exact to a relative 1e-9 (never below the supremum) for m = 2, a safe
-    upper bound for m > 2 (module docstring: the argument, and how loose it is). Orders at or
-    above ``dirichlet_rdp_max_order`` give ``inf``.
+    adjacency radius b). Exact for m = 2 (plus a rounding slack that keeps it above the
+    supremum), a safe upper bound for m > 2 (module docstring: the argument, and how loose it
+    is). Orders at or above ``dirichlet_rdp_max_order`` give ``inf``.
 
     ε(a) is nondecreasing in k but does not vanish as k → 0: with lnΓ(z) ≈ −ln z for small z
     the k cancels and D_a tends to Σ_i ln(x_i^a·x'_i^(1−a) / (a·x_i + (1−a)·x'_i))/(a − 1)

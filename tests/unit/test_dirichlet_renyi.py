@@ -15,7 +15,6 @@ import rllib_privacy.accounting
 from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
     __all__,
-    _certified_max,
     _coordinate_maxima,
     _max_plus_knapsack,
     _relaxed_bound,
@@ -474,34 +473,6 @@ def test_rdp_to_epsilon_matches_dp_accounting() -> None:
 def test_invalid_arguments_are_named(call: object, name: str) -> None:
     with pytest.raises(ValueError, match=f"^{name}"):
         call()  # type: ignore[operator]
-
-
-def test_certified_maximum_is_an_upper_bound_within_its_tolerance() -> None:
-    """The bisection behind the m = 2 supremum, on maxima inside and at a singular end."""
-    # f_0(t) = −lnΓ(t) − lnΓ(3 − t) + 0.5·lnΓ(1 + t): interior maximum.
-    # f_1(t) = lnΓ(t − 0.5 + 1e-7) − 2·lnΓ(t) + lnΓ(3t): steep at the left end.
-    coef = np.array([[-1.0, -1.0, 0.5], [1.0, -2.0, 1.0]])
-    offset = np.array([[0.0, 3.0, 1.0], [-0.5 + 1e-7, 0.0, 0.0]])
-    slope = np.array([[1.0, -1.0, 1.0], [1.0, 1.0, 3.0]])
-    lo, hi = np.array([0.5, 0.5]), np.array([2.5, 2.5])
-    ours = _certified_max(1.0, coef, offset, slope, lo, hi, 1e-9, np.full(2, 1e-12))
-    for row in range(2):
-
-        def f(t: float, row: int = row) -> float:
-            return float(np.sum(coef[row] * special.gammaln(offset[row] + slope[row] * t)))
-
-        grid = np.linspace(lo[row], hi[row], 20001)
-        values = [f(t) for t in grid]
-        j = int(np.argmax(values))
-        polished = optimize.minimize_scalar(
-            lambda t, f=f: -f(t),
-            bounds=(grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]),
-            method="bounded",
-            options={"xatol": 1e-13},
-        )
-        true = max(max(values), -polished.fun)
-        assert true <= ours[row]
-        assert ours[row] - true <= 1e-9 * abs(true) + 1e-11
 
 
 def test_small_k_tends_to_the_lngamma_pole_limit_not_to_zero() -> None:
