@@ -255,7 +255,8 @@ def dirichlet_delta(
     Clopper–Pearson bound of ``dirichlet_delta_estimate`` (which holds with probability
     >= confidence); the minimum holds whenever the Monte Carlo bound does. The Monte Carlo
     draws are skipped when the union bound is already below what N samples can certify
-    (1 − (1 − confidence)^(1/N), the bound for zero hits).
+    (1 − (1 − confidence)^(1/N), the bound for zero hits), and for two actions, where the union
+    bound is exact: x_1 + x_2 = 1 and τ < 1/2, so at most one coordinate is below τ.
 
     Args:
         k: Concentration k, a finite number > 0.
@@ -276,7 +277,7 @@ def dirichlet_delta(
     union = dirichlet_delta_union_bound(k=k, eta=eta, tau=tau, num_actions=num_actions)
     num_samples = check_int_in_range("num_samples", num_samples, low=1)
     confidence = _check_confidence(confidence)
-    if union <= 1.0 - (1.0 - confidence) ** (1.0 / num_samples):
+    if num_actions == 2 or union <= 1.0 - (1.0 - confidence) ** (1.0 / num_samples):
         return union
     monte_carlo = dirichlet_delta_estimate(
         k=k,

@@ -124,13 +124,24 @@ def test_clopper_pearson_coverage_frequency() -> None:
     exact = exact_delta_two_actions(k, eta, tau)
     rng = np.random.default_rng(2)
     covered = sum(
-        dirichlet_delta(
+        dirichlet_delta_estimate(
             k=k, eta=eta, tau=tau, num_actions=2, num_samples=500, confidence=0.9, rng=rng
-        )
+        )[1]
         >= exact
         for _ in range(reps)
     )
     assert covered >= stats.binom.ppf(ALPHA, reps, 0.9)
+
+
+@pytest.mark.parametrize(
+    ("k", "eta", "tau"), [(5.0, 0.1, 0.01), (0.5, 0.3, 0.1), (200.0, 0.4, 0.3)]
+)
+def test_two_action_delta_is_exact_without_draws(k: float, eta: float, tau: float) -> None:
+    rng = np.random.default_rng(3)
+    before = rng.bit_generator.state
+    delta = dirichlet_delta(k=k, eta=eta, tau=tau, num_actions=2, rng=rng)
+    assert delta == pytest.approx(exact_delta_two_actions(k, eta, tau), rel=1e-12, abs=1e-300)
+    assert rng.bit_generator.state == before
 
 
 def test_delta_between_union_bound_and_largest_term_for_six_actions() -> None:
