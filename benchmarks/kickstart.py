@@ -124,6 +124,7 @@ from kickstart_bench.results import (
     num_reached,
     speedup,
     student_folders,
+    three_quarters,
     with_steps_to_target,
 )
 from kickstart_bench.run import RUN_RECORD, run_overhead, run_sample_efficiency
@@ -162,6 +163,7 @@ __all__ = [
     "steps_to_threshold",
     "student_cap",
     "student_folders",
+    "three_quarters",
     "tradeoff_table",
     "with_steps_to_target",
 ]

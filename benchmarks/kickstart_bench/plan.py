@@ -39,6 +39,9 @@ class Task:
             runs where T is mostly not reached within the cap.
         student_yaml: Experiment file whose first config gives the students' settings.
         teacher_yaml: Experiment file whose first config gives the teacher's settings.
+        floor: The return the 0.75·T bar is measured from: 0, as the paper measures fractions
+            of AirRaid's return, or the worst return of a task whose returns are negative
+            (there 0.75·T would lie above T).
 
     """
 
@@ -49,6 +52,7 @@ class Task:
     lower: float
     student_yaml: Path = STUDENT_YAML
     teacher_yaml: Path = TEACHER_YAML
+    floor: float = 0.0
 
 
 TASKS: dict[str, Task] = {
@@ -66,6 +70,7 @@ TASKS: dict[str, Task] = {
         "Gymnasium's reward_threshold for Acrobot-v1 (swing-up in ≤ 100 steps on average; "
         "a random policy scores about −500)",
         -250.0,
+        floor=-500.0,
     ),
     # The paper's setting (Gohari et al. §5): run alone (its own YAMLs), on many cores.
     "airraid": Task(
@@ -508,9 +513,10 @@ class GridPlan:
         """env → the lower bar T₂."""
         return {task.env: task.lower for task in self.tasks}
 
-    def stop_bars(self, env: str) -> tuple[float, float]:
-        """(T, T₂) of the task of ``env``: the target and the lower bar."""
-        return self.targets[env], self.lowers[env]
+    def stop_bars(self, env: str) -> tuple[float, float, float]:
+        """(T, T₂, floor) of the task of ``env``: the target, the lower bar, the 0.75·T floor."""
+        floor = next((task.floor for task in self.tasks if task.env == env), 0.0)
+        return self.targets[env], self.lowers[env], floor
 
     def arms_of(self, task: Task, algorithm: str | None = None) -> list[Arm]:
         """The arms that run on ``task`` (of one trainable, or all)."""

@@ -419,6 +419,16 @@ def render_overhead(overhead: OverheadResult, args: argparse.Namespace, run: lis
 # --------------------------------------------------------------------------------------
 
 
+def three_quarters_meaning(task: Task) -> str:
+    """What the 0.75·T bar of ``task`` is, in words."""
+    if task.floor == 0.0:
+        return "75% of the teacher's final return"
+    return (
+        f"75% of the way from {format_number(task.floor)}, the task's worst return, to T "
+        "(for negative returns 0.75·T would lie above T)"
+    )
+
+
 def render_task(result: TaskResult, results_md: Path) -> str:
     """The RESULTS.md block of one task."""
     task = result.task
@@ -447,9 +457,9 @@ def render_task(result: TaskResult, results_md: Path) -> str:
         "",
         bar_table(result, bar="T₂"),
         "",
-        f"Bar 0.75·T = {format_number(three_quarters(task.target))} (75% of the teacher's final "
-        f"return; the teacher reached it after {format_steps(teacher.steps_to_three_quarters)} "
-        "env steps), same caps:",
+        f"Bar 0.75·T = {format_number(three_quarters(task.target, task.floor))} "
+        f"({three_quarters_meaning(task)}; the teacher reached it after "
+        f"{format_steps(teacher.steps_to_three_quarters)} env steps), same caps:",
         "",
         bar_table(result, bar="0.75·T"),
         "",

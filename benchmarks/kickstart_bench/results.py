@@ -285,9 +285,12 @@ def read_runs(folder: Path, algorithm: str) -> list[tuple[str, str, Any, RunResu
 
 
 def with_steps_to_target(
-    trial: Any, run: RunResult, target: float, lower: float, cap: float = INF
+    trial: Any, run: RunResult, target: float, lower: float, floor: float = 0.0, cap: float = INF
 ) -> RunResult:
-    """``run`` with steps to T, to T₂ and to 0.75·T from the trial's results; beyond ``cap`` = ∞."""
+    """``run`` with steps to T, to T₂ and to 0.75·T from the trial's results; beyond ``cap`` = ∞.
+
+    0.75·T is measured from ``floor`` (``three_quarters``).
+    """
     rows = trial.rows
     steps = [to_float(r.get(STEPS_KEY)) for r in rows]
     returns = [to_float(r.get(RETURN_KEY)) for r in rows]
@@ -300,13 +303,13 @@ def with_steps_to_target(
         run,
         steps_to_target=capped(target),
         steps_to_lower=capped(lower),
-        steps_to_three_quarters=capped(three_quarters(target)),
+        steps_to_three_quarters=capped(three_quarters(target, floor)),
     )
 
 
-def three_quarters(target: float) -> float:
-    """75% of the target T, measured from zero as the paper does (negative T: 0.75·T)."""
-    return 0.75 * target
+def three_quarters(target: float, floor: float = 0.0) -> float:
+    """The bar 75% of the way from ``floor`` to the target T (from 0, as the paper measures)."""
+    return floor + 0.75 * (target - floor)
 
 
 def student_folders(storage: Path) -> list[tuple[Path, str]]:

@@ -364,6 +364,27 @@ def test_steps_to_target_and_lower_bar_are_censored_at_the_cap(bench) -> None:
     assert capped.steps_to_three_quarters == 5000.0
 
 
+def test_three_quarters_bar_of_a_negative_return_task_lies_between_its_floor_and_t(bench) -> None:
+    # Acrobot: T = −100, returns from −500 (the episode limit); 0.75·T = −75 would lie above T.
+    rows = [
+        {bench.STEPS_KEY: 2000.0, "env_runners/episode_return_mean": -480.0},
+        {bench.STEPS_KEY: 4000.0, "env_runners/episode_return_mean": -210.0},
+        {bench.STEPS_KEY: 6000.0, "env_runners/episode_return_mean": -190.0},
+        {bench.STEPS_KEY: 8000.0, "env_runners/episode_return_mean": -99.0},
+    ]
+    acrobot = bench.TASKS["acrobot"]
+    assert bench.three_quarters(acrobot.target, acrobot.floor) == -200.0
+    assert bench.three_quarters(450.0) == 337.5
+    run = bench.with_steps_to_target(
+        types.SimpleNamespace(rows=rows), _run(bench, 0, INF), -100.0, -250.0, acrobot.floor
+    )
+    assert (run.steps_to_lower, run.steps_to_three_quarters, run.steps_to_target) == (
+        4000.0,
+        6000.0,
+        8000.0,
+    )
+
+
 @pytest.mark.parametrize(
     ("bar", "field"), [("T₂", "steps_to_lower"), ("0.75·T", "steps_to_three_quarters")]
 )
