@@ -424,8 +424,8 @@ def three_quarters_meaning(task: Task) -> str:
     if task.floor == 0.0:
         return "75% of the teacher's final return"
     return (
-        f"75% of the way from {format_number(task.floor)}, the task's worst return, to T "
-        "(for negative returns 0.75·T would lie above T)"
+        f"75% of the way from the task's worst return, {format_number(task.floor)}, to T, "
+        "since for negative returns 0.75·T would lie above T"
     )
 
 
