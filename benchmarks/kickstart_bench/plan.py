@@ -121,8 +121,10 @@ CLASSIC = ("cartpole", "acrobot")
 CACHE_SCHEDULE = {"teacher_vanishing_coefficient": 0.8, "teacher_min_k": 5.0}
 
 
-def _debiased_arm(task: str, eta: float, k: float, fade: int | None, *, spread: bool) -> Arm:
-    """A privacy-aware ε-10 student with debiased answers (see ``ARMS``)."""
+def _debiased_arm(
+    task: str, eta: float, k: float, fade: int | None, *, spread: bool, target: str = "debiased"
+) -> Arm:
+    """A privacy-aware ε-10 student with debiased (or argmax) answers (see ``ARMS``)."""
     overrides: dict[str, Any] = {
         "teacher_mechanism": "dirichlet",
         "kickstart_lambda": 0.5,
@@ -132,13 +134,18 @@ def _debiased_arm(task: str, eta: float, k: float, fade: int | None, *, spread: 
         "teacher_vanishing_coefficient": 1.0,
         "teacher_cache_bits": 256,
         "kickstart_answer_replay_size": 256,
-        "kickstart_answer_target": "debiased",
+        "kickstart_answer_target": target,
     }
-    name = f"aware-eps10-debiased-eta{eta:g}"
+    name = f"aware-eps10-{target}-eta{eta:g}"
     description = (
         f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
         "cache (one release per state until the budget is spent), answer replay of 256 per "
-        "minibatch, debiased target (x − η)/(1 − mη)"
+        "minibatch, "
+        + (
+            "debiased target (x − η)/(1 − mη)"
+            if target == "debiased"
+            else "argmax target (the one-hot action of the answer's largest entry)"
+        )
     )
     if spread:
         overrides.update(kickstart_query_rule="random", kickstart_query_fraction=0.1)
@@ -258,15 +265,19 @@ ARMS: dict[str, Arm] = {
     # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
     # of each rollout's states (the budget then lasts several rollouts, at the states the
     # improving student visits); "-fade" ends the help with a kickstart_coeff schedule.
+    # The argmax arms train on the one-hot action of each answer's largest entry instead.
     **{
         arm.name: arm
+        for target in ("debiased", "argmax")
         for spread, fade_out in ((False, False), (True, False), (False, True), (True, True))
         for task, eta, k, fade in (
             ("cartpole", 0.4, 100.0, 30_000),
             ("acrobot", 0.3, 200.0, 30_000),
             ("airraid", 0.16, 100.0, 200_000),
         )
-        for arm in [_debiased_arm(task, eta, k, fade if fade_out else None, spread=spread)]
+        for arm in [
+            _debiased_arm(task, eta, k, fade if fade_out else None, spread=spread, target=target)
+        ]
     },
 }
 

@@ -24,6 +24,14 @@ with the Lemma 1 radius scaled by 1/(1 − mη) to the same units. This is post-
 release, with η a public setting, so it costs no privacy; it lets a teacher use a large η (a
 cheaper release: the Rényi cost falls steeply as η approaches 1/m) without teaching the student
 a near-uniform policy.
+
+Argmax answers (``kickstart_answer_target="argmax"``): the term pulls towards the one-hot
+action of the answer's largest entry, a noisy label of the teacher's action as in PATE's
+student training (Papernot et al., ICLR 2017). Where the teacher prefers one action, Dir(k·π̃)
+puts its largest entry there with high probability (for CartPole's η = 0.4, k = 100 and a
+confident teacher, about 98%), so the labels are mostly right, while a debiased answer keeps
+the noise of every entry. No Lemma 1 threshold applies to a label (α_λ = 0). Post-processing:
+no privacy cost.
 """
 
 from __future__ import annotations
@@ -52,8 +60,9 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.answer_replay import AnswerReplay
 
 KICKSTART_LOSSES: tuple[str, ...] = ("thresholded_l2", "cross_entropy")
-#: What the term pulls the student towards: the released answer, or its debiased estimate of π.
-ANSWER_TARGETS: tuple[str, ...] = ("released", "debiased")
+#: What the term pulls the student towards: the released answer, its debiased estimate of π,
+#: or the one-hot action of its largest entry.
+ANSWER_TARGETS: tuple[str, ...] = ("released", "debiased", "argmax")
 
 #: Learner metric names (logged under the module id; the algorithm copies them to
 #: ``kickstart/...`` result keys).
@@ -86,8 +95,9 @@ class KickstartLossSettings:
         query_fraction: The probability of ``"random"``, in (0, 1].
         replay_size: Remembered answers added to each minibatch's term (0: no replay).
         replay_capacity: How many answers are remembered; the oldest go first.
-        answer_target: ``"released"`` (the answer x as released) or ``"debiased"``
-            ((x − η)/(1 − mη), clipped at 0 and renormalized; needs the teacher's η).
+        answer_target: ``"released"`` (the answer x as released), ``"debiased"``
+            ((x − η)/(1 − mη), clipped at 0 and renormalized; needs the teacher's η) or
+            ``"argmax"`` (the one-hot action of the answer's largest entry, with α_λ = 0).
         teacher_eta: The teacher's η (``teacher_eta``), used by the ``"debiased"`` target.
 
     """
@@ -368,9 +378,11 @@ class KickstartLossMixin(_MixinBase):
             self.metrics.log_value((module_id, COEFF_METRIC), float(weight), window=1)
 
     def _kickstart_targets(self, policies: Any, k: Any) -> tuple[Any, Any]:
-        """(the term's target per row, α_λ per row): debiased where the settings say so."""
+        """(the term's target per row, α_λ per row): debiased or argmax where settings say so."""
         settings = self.kickstart_settings
         alpha = kickstart_alpha(k, settings)
+        if settings.answer_target == "argmax":
+            return argmax_answers(policies, k), alpha * 0.0
         if settings.answer_target != "debiased":
             return policies, alpha
         assert settings.teacher_eta is not None
@@ -465,3 +477,22 @@ def kickstart_alpha(k: Any, settings: KickstartLossSettings) -> Any:
 
     radius = torch.sqrt(math.log(1.0 / settings.beta) / (2.0 * (k + 1.0)))
     return settings.lam * radius
+
+
+def argmax_answers(policies: Any, k: Any) -> Any:
+    """The one-hot action of each answer's largest entry (a noisy label of the teacher's action).
+
+    Unanswered rows (k = 0) are returned unchanged. Post-processing: no privacy cost.
+
+    Args:
+        policies: (N, m) tensor of released answers.
+        k: (N,) tensor of the k each answer was drawn with.
+
+    Returns:
+        (N, m) tensor of targets (one-hot rows where answered).
+
+    """
+    import torch
+
+    labels = torch.nn.functional.one_hot(policies.argmax(dim=-1), policies.shape[-1])
+    return torch.where((k > 0).unsqueeze(-1), labels.to(policies.dtype), policies)

@@ -229,6 +229,14 @@ def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None
         "aware-eps10-debiased-eta0.3-fade",
         "aware-eps10-debiased-eta0.4-spread-fade",
         "aware-eps10-debiased-eta0.3-spread-fade",
+        "aware-eps10-argmax-eta0.4",
+        "aware-eps10-argmax-eta0.3",
+        "aware-eps10-argmax-eta0.4-spread",
+        "aware-eps10-argmax-eta0.3-spread",
+        "aware-eps10-argmax-eta0.4-fade",
+        "aware-eps10-argmax-eta0.3-fade",
+        "aware-eps10-argmax-eta0.4-spread-fade",
+        "aware-eps10-argmax-eta0.3-spread-fade",
     ]
     assert args.plot_dir is None and not args.write_results
     assert args.command_line == "python benchmarks/kickstart.py"
@@ -436,10 +444,11 @@ def test_default_arms_and_experiment_files_follow_the_tasks(bench) -> None:
         "plain-kickstart",
         "aware-eps10-replay",
         "aware-eps1-replay",
-        "aware-eps10-debiased-eta0.16",
-        "aware-eps10-debiased-eta0.16-spread",
-        "aware-eps10-debiased-eta0.16-fade",
-        "aware-eps10-debiased-eta0.16-spread-fade",
+        *(
+            f"aware-eps10-{target}-eta0.16{suffix}"
+            for target in ("debiased", "argmax")
+            for suffix in ("", "-spread", "-fade", "-spread-fade")
+        ),
         *(f"{kind}-c{c}" for kind in ("aware", "unaware") for c in (0.1, 0.3, 0.9)),
     }
     assert airraid.student_config == bench.AIRRAID_STUDENT_YAML

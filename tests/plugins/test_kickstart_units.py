@@ -15,6 +15,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.utils.schedules.scheduler import Scheduler
+from scipy import stats
 
 from rllib_privacy.accounting import (
     DEFAULT_ORDERS,
@@ -35,6 +36,7 @@ from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.kickstart_loss import (
     KickstartLossMixin,
     KickstartLossSettings,
+    argmax_answers,
     debiased_answers,
     kickstart_alpha,
 )
@@ -623,6 +625,38 @@ def test_debiased_term_pulls_towards_the_estimate_with_the_radius_in_its_units()
     assert logged["kickstart_alpha_lambda"] == pytest.approx(alpha, rel=1e-5)
     released, _ = _loss(KickstartLossSettings(coeff=1.0, lam=0.0), student, teacher)
     assert released == pytest.approx(np.sqrt(2) * 0.12, rel=1e-5)
+
+
+def test_argmax_answers_are_one_hot_labels_and_leave_unanswered_rows_alone() -> None:
+    policies = torch.tensor([[0.55, 0.45], [0.2, 0.8], [0.9, 0.1], [0.0, 0.0]])
+    k = torch.tensor([100.0, 100.0, math.inf, 0.0])
+    targets = argmax_answers(policies, k).numpy()
+    np.testing.assert_array_equal(targets[:3], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(targets[3], [0.0, 0.0])  # unanswered: unchanged (masked)
+
+
+def test_argmax_labels_match_the_teachers_action_at_the_beta_probability() -> None:
+    """For m = 2 the label is right with probability P(Beta(kπ̃₁, kπ̃₂) > 1/2)."""
+    policy, eta, k, n = np.array([0.8, 0.2]), 0.4, 100.0, 20_000
+    answers = dirichlet_mechanism(
+        np.tile(policy, (n, 1)), k=k, eta=eta, rng=np.random.default_rng(11)
+    )
+    labels = argmax_answers(torch.as_tensor(answers), torch.full((n,), k)).numpy()
+    restricted = (1 - 2 * eta) * policy + eta
+    expected = stats.beta.sf(0.5, k * restricted[0], k * restricted[1])
+    # 5 binomial standard errors (false-failure rate below 1e-6).
+    assert abs(labels[:, 0].mean() - expected) < 5 * np.sqrt(expected * (1 - expected) / n)
+
+
+@pytest.mark.parametrize("loss", ["thresholded_l2", "cross_entropy"])
+def test_argmax_term_pulls_towards_the_label_with_no_threshold(loss: str) -> None:
+    settings = KickstartLossSettings(coeff=1.0, lam=0.5, loss=loss, answer_target="argmax")
+    student = np.array([[0.7, 0.3]])
+    teacher = np.array([[0.45, 0.55]])  # label: action 1
+    value, logged = _loss(settings, student, teacher, k=np.array([50.0]))
+    expected = np.sqrt(2) * 0.7 if loss == "thresholded_l2" else -np.log(0.3)
+    assert value == pytest.approx(expected, rel=1e-5)
+    assert logged["kickstart_alpha_lambda"] == 0.0
 
 
 @pytest.mark.parametrize(

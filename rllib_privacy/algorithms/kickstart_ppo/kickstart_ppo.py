@@ -260,9 +260,11 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             kickstart_answer_replay_capacity: How many answers are remembered (the oldest
                 go first); part of the learner's checkpoint.
             kickstart_answer_target: ``released`` (the term pulls towards the answer as
-                released) or ``debiased`` (towards (x − η)/(1 − mη), clipped at 0 and
+                released), ``debiased`` (towards (x − η)/(1 − mη), clipped at 0 and
                 renormalized: the teacher's policy estimated from the answer, free
-                post-processing that undoes the restriction to Δ_{m,η}).
+                post-processing that undoes the restriction to Δ_{m,η}) or ``argmax``
+                (towards the one-hot action of the answer's largest entry, a noisy label of
+                the teacher's action, with no Lemma 1 threshold).
 
         Returns:
             This updated config.
