@@ -188,6 +188,29 @@ class KickstartLossSettings:
                     f"{1.0 / num_actions:.4g} for {num_actions} actions, got {self.teacher_eta}"
                 )
 
+    def check_term_can_act(self, *, num_actions: int, k: float) -> None:
+        """Raise if the debiased term's threshold exceeds every distance at the teacher's k.
+
+        With ``kickstart_answer_target: debiased`` the thresholded L2 term uses α_λ/(1 − mη);
+        at or above √2, the largest L2 distance between two distributions, the term is never
+        active and the student learns nothing from the teacher, silently. k is the teacher's
+        first (largest) k: a vanishing k only raises α_λ.
+        """
+        if self.answer_target != "debiased" or self.loss != "thresholded_l2" or self.lam == 0:
+            return
+        assert self.teacher_eta is not None
+        scale = 1.0 - num_actions * self.teacher_eta
+        alpha = self.lam * math.sqrt(math.log(1.0 / self.beta) / (2.0 * (k + 1.0))) / scale
+        if alpha >= math.sqrt(2.0):
+            raise PrivacyConfigError(
+                f"kickstart_lambda {self.lam:g} with kickstart_answer_target 'debiased', "
+                f"teacher_eta {self.teacher_eta:g} ({num_actions} actions) and teacher_k {k:g} "
+                f"gives a threshold α_λ/(1 − mη) = {alpha:.3g}, at or above √2, the largest "
+                "distance between two policies: the kickstart term would never act. Lower "
+                "kickstart_lambda or teacher_eta, raise teacher_k, or use "
+                "kickstart_answer_target 'argmax' (no threshold)"
+            )
+
     @classmethod
     def from_config(cls, config: Any) -> KickstartLossSettings:
         """From the config's ``kickstart_*`` keys, else ``learner_config_dict["kickstart"]``."""

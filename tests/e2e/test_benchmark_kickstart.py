@@ -445,8 +445,7 @@ def test_default_arms_and_experiment_files_follow_the_tasks(bench) -> None:
         "aware-eps10-replay",
         "aware-eps1-replay",
         *(
-            f"aware-eps10-{target}-eta0.16{suffix}"
-            for target in ("debiased", "argmax")
+            f"aware-eps10-argmax-eta0.16{suffix}"
             for suffix in ("", "-spread", "-fade", "-spread-fade")
         ),
         *(f"{kind}-c{c}" for kind in ("aware", "unaware") for c in (0.1, 0.3, 0.9)),

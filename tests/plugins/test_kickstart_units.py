@@ -672,6 +672,31 @@ def test_bad_answer_target_settings_name_the_key(kwargs: dict[str, Any], match: 
         KickstartLossSettings(**kwargs)
 
 
+def test_debiased_threshold_that_no_distance_reaches_is_refused() -> None:
+    # AirRaid's 6 actions at η = 0.16: α_λ/(1 − mη) = 0.061/0.04 > √2, so φ_λ is always 0.
+    settings = KickstartLossSettings(answer_target="debiased", teacher_eta=0.16, lam=0.5)
+    with pytest.raises(PrivacyConfigError, match="kickstart_lambda 0.5 .* never act"):
+        settings.check_term_can_act(num_actions=6, k=100.0)
+    # α_λ/(1 − mη) just below √2 acts; a larger k, λ = 0, a label target or the
+    # cross-entropy term (no threshold) are accepted too.
+    beta, lam, scale = 0.05, 0.5, 1 - 6 * 0.16
+    edge = math.log(1 / beta) / (2 * (math.sqrt(2) * scale / lam) ** 2) - 1
+    settings.check_term_can_act(num_actions=6, k=edge * 1.001)
+    with pytest.raises(PrivacyConfigError):
+        settings.check_term_can_act(num_actions=6, k=edge * 0.999)
+    for other in (
+        KickstartLossSettings(answer_target="debiased", teacher_eta=0.16, lam=0.0),
+        KickstartLossSettings(answer_target="argmax", teacher_eta=0.16, lam=0.5),
+        KickstartLossSettings(
+            answer_target="debiased", teacher_eta=0.16, lam=0.5, loss="cross_entropy"
+        ),
+    ):
+        other.check_term_can_act(num_actions=6, k=100.0)
+    KickstartLossSettings(answer_target="debiased", teacher_eta=0.4).check_term_can_act(
+        num_actions=2, k=100.0
+    )
+
+
 def test_debiased_target_needs_eta_below_one_over_m() -> None:
     settings = KickstartLossSettings(answer_target="debiased", teacher_eta=0.3)
     settings.check_num_actions(3)  # 0.3 < 1/3

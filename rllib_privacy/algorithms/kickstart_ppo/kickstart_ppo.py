@@ -333,6 +333,10 @@ class KickstartPPOConfig(GroupedConfigMixin, JournalPrivacyMixin, PPOConfig):
             if isinstance(getattr(teacher[1], "n", None), int | np.integer):
                 settings.check_num_actions(int(teacher[1].n))
                 settings.check_release_delta(int(teacher[1].n))
+                if settings.mechanism == "dirichlet":
+                    KickstartLossSettings.from_config(self).check_term_can_act(
+                        num_actions=int(teacher[1].n), k=settings.k
+                    )
 
     @staticmethod
     def normalize_config_dict(config: dict[str, Any]) -> dict[str, Any]:
