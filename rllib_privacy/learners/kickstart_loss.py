@@ -58,6 +58,7 @@ from rllib_privacy.connectors.kickstart_teacher import (
 )
 from rllib_privacy.errors import PrivacyConfigError
 from rllib_privacy.learners.answer_replay import AnswerReplay
+from rllib_privacy.mechanisms.dirichlet import kickstart_threshold
 
 KICKSTART_LOSSES: tuple[str, ...] = ("thresholded_l2", "cross_entropy")
 #: What the term pulls the student towards: the released answer, its debiased estimate of π,
@@ -200,7 +201,7 @@ class KickstartLossSettings:
             return
         assert self.teacher_eta is not None
         scale = 1.0 - num_actions * self.teacher_eta
-        alpha = self.lam * math.sqrt(math.log(1.0 / self.beta) / (2.0 * (k + 1.0))) / scale
+        alpha = kickstart_threshold(k=k, beta=self.beta, lam=self.lam) / scale
         if alpha >= math.sqrt(2.0):
             raise PrivacyConfigError(
                 f"kickstart_lambda {self.lam:g} with kickstart_answer_target 'debiased', "
@@ -402,10 +403,12 @@ class KickstartLossMixin(_MixinBase):
 
     def _kickstart_targets(self, policies: Any, k: Any) -> tuple[Any, Any]:
         """(the term's target per row, α_λ per row): debiased or argmax where settings say so."""
+        import torch
+
         settings = self.kickstart_settings
         alpha = kickstart_alpha(k, settings)
         if settings.answer_target == "argmax":
-            return argmax_answers(policies, k), alpha * 0.0
+            return argmax_answers(policies, k), torch.zeros_like(alpha)
         if settings.answer_target != "debiased":
             return policies, alpha
         assert settings.teacher_eta is not None
