@@ -121,10 +121,10 @@ CLASSIC = ("cartpole", "acrobot")
 CACHE_SCHEDULE = {"teacher_vanishing_coefficient": 0.8, "teacher_min_k": 5.0}
 
 
-def _debiased_arm(
+def _budgeted_arm(
     task: str, eta: float, k: float, fade: int | None, *, spread: bool, target: str = "debiased"
 ) -> Arm:
-    """A privacy-aware ε-10 student with debiased (or argmax) answers (see ``ARMS``)."""
+    """A privacy-aware ε-10 student at η near 1/m, k constant, with debiased or argmax answers."""
     overrides: dict[str, Any] = {
         "teacher_mechanism": "dirichlet",
         "kickstart_lambda": 0.5,
@@ -259,13 +259,13 @@ ARMS: dict[str, Arm] = {
         )
         for budget in (10.0, 1.0)
     },
-    # Debiased answers: a large η makes each release cheap (the Rényi cost falls steeply as η
-    # approaches 1/m), a large k makes each answer informative, and the student undoes the
-    # restriction, (x − η)/(1 − mη), for free. A 256-bit cache answers one release per state
-    # until the budget is spent; replay keeps the answers. "-spread" asks about a random tenth
-    # of each rollout's states (the budget then lasts several rollouts, at the states the
-    # improving student visits); "-fade" ends the help with a kickstart_coeff schedule.
-    # The argmax arms train on the one-hot action of each answer's largest entry instead.
+    # Budgeted ε-10 students: a large η makes each release cheap (the Rényi cost falls steeply
+    # as η approaches 1/m), a large k makes each answer informative, and the student reads the
+    # answer for free as (x − η)/(1 − mη) ("debiased") or as its largest entry ("argmax").
+    # A 256-bit cache answers one release per state until the budget is spent; replay keeps
+    # the answers. "-spread" asks about a random tenth of each rollout's states (the budget
+    # then lasts several rollouts, at the states the improving student visits); "-fade" ends
+    # the help with a kickstart_coeff schedule.
     **{
         arm.name: arm
         for target in ("debiased", "argmax")
@@ -276,7 +276,7 @@ ARMS: dict[str, Arm] = {
             ("airraid", 0.16, 100.0, 200_000),
         )
         for arm in [
-            _debiased_arm(task, eta, k, fade if fade_out else None, spread=spread, target=target)
+            _budgeted_arm(task, eta, k, fade if fade_out else None, spread=spread, target=target)
         ]
     },
 }
@@ -537,10 +537,14 @@ class GridPlan:
         """env → the lower bar T₂."""
         return {task.env: task.lower for task in self.tasks}
 
+    @property
+    def floors(self) -> dict[str, float]:
+        """env → the return the 0.75·T bar is measured from."""
+        return {task.env: task.floor for task in self.tasks}
+
     def stop_bars(self, env: str) -> tuple[float, float, float]:
         """(T, T₂, floor) of the task of ``env``: the target, the lower bar, the 0.75·T floor."""
-        floor = next((task.floor for task in self.tasks if task.env == env), 0.0)
-        return self.targets[env], self.lowers[env], floor
+        return self.targets[env], self.lowers[env], self.floors[env]
 
     def arms_of(self, task: Task, algorithm: str | None = None) -> list[Arm]:
         """The arms that run on ``task`` (of one trainable, or all)."""

@@ -406,9 +406,9 @@ class KickstartLossMixin(_MixinBase):
         import torch
 
         settings = self.kickstart_settings
-        alpha = kickstart_alpha(k, settings)
         if settings.answer_target == "argmax":
-            return argmax_answers(policies, k), torch.zeros_like(alpha)
+            return argmax_answers(policies, k), torch.zeros_like(k)
+        alpha = kickstart_alpha(k, settings)
         if settings.answer_target != "debiased":
             return policies, alpha
         assert settings.teacher_eta is not None
