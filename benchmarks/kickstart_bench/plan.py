@@ -122,9 +122,19 @@ CACHE_SCHEDULE = {"teacher_vanishing_coefficient": 0.8, "teacher_min_k": 5.0}
 
 
 def _budgeted_arm(
-    task: str, eta: float, k: float, fade: int | None, *, spread: bool, target: str = "debiased"
+    task: str,
+    eta: float,
+    k: float,
+    fade: int | None,
+    *,
+    spread: bool,
+    target: str = "debiased",
+    named_k: bool = False,
 ) -> Arm:
-    """A privacy-aware ε-10 student at η near 1/m, k constant, with debiased or argmax answers."""
+    """A privacy-aware ε-10 student at η near 1/m, k constant, with debiased or argmax answers.
+
+    ``named_k`` puts k into the arm's name (for arms that differ from another only in k).
+    """
     overrides: dict[str, Any] = {
         "teacher_mechanism": "dirichlet",
         "kickstart_lambda": 0.5,
@@ -136,7 +146,7 @@ def _budgeted_arm(
         "kickstart_answer_replay_size": 256,
         "kickstart_answer_target": target,
     }
-    name = f"aware-eps10-{target}-eta{eta:g}"
+    name = f"aware-eps10-{target}-eta{eta:g}" + (f"-k{k:g}" if named_k else "")
     description = (
         f"privacy-aware, ε budget 10, η = {eta:g}, k = {k:g} (constant), a 256-bit answer "
         "cache (one release per state until the budget is spent), answer replay of 256 per "
@@ -278,6 +288,18 @@ ARMS: dict[str, Arm] = {
         for arm in [
             _budgeted_arm(task, eta, k, fade if fade_out else None, spread=spread, target=target)
         ]
+    },
+    # Every state asked, k lowered so that the budget lasts about as long as the help (the
+    # fade): many noisier labels instead of a few sharp ones. Near η = 1/m the information a
+    # budget buys (releases × the mutual information of one label) changes little with k,
+    # but every visited state of the help window then gets a label.
+    **{
+        arm.name: arm
+        for task, eta, k, fade in (
+            ("acrobot", 0.3, 80.0, 30_000),
+            ("acrobot", 0.32, 560.0, 30_000),
+        )
+        for arm in [_budgeted_arm(task, eta, k, fade, spread=False, target="argmax", named_k=True)]
     },
 }
 
