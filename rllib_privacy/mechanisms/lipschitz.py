@@ -17,6 +17,21 @@ logits' bound in two valid ways:
 * softmax ignores a shift of all logits (J·1 = 0), so the last linear layer W acts through
   its centred rows W_c = (I − 11ᵀ/m)·W, with ‖W_c‖₂ <= ‖W‖₂.
 
+It is also tighter than the product along the chain, by a bound of Combettes & Pesquet
+("Lipschitz certificates for layered network structures driven by averaged activation
+operators", SIAM J. Math. Data Sci. 2020, §3): an element-wise activation whose slope lies in
+[0, c] (tanh, ReLU, softplus, sigmoid with c = 1/4, …) is c·(I + N)/2 with N non-expansive
+(N = 2σ/c − I has slopes in [−1, 1]). Expanding the chain W_n ∘ σ_{n−1} ∘ … ∘ σ_1 ∘ W_1 over
+the 2^(n−1) choices of I or N at each activation, each term is bounded by the product of the
+spectral norms of the merged linear stretches between its N's, so
+
+    Lip <= Π_t (c_t/2) · Σ_{J ⊆ activations} Π_{stretches between J} ‖W_j ⋯ W_{i+1}‖₂.
+
+The J = ∅ term is the linear map ‖W_n ⋯ W_1‖₂, J = all gives the plain product, and every term
+is at most the plain product, so the bound never exceeds it. The sum is computed by dynamic
+programming over split points (O(n²) spectral norms). An activation whose slope can be
+negative (SiLU) is not averaged: there the chain is always split, at its constant.
+
 The η-restriction π̃ = (1 − mη)·π + η multiplies the constant by (1 − mη)
 (``restricted_lipschitz``; docs/components/kickstarting.md).
 """
@@ -26,7 +41,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rllib_privacy._validation import check_int_in_range
 from rllib_privacy.mechanisms.dirichlet import _check_eta
@@ -62,6 +77,21 @@ def _fixed_constants() -> dict[type, float]:
         nn.Identity: 1.0,
         nn.Flatten: 1.0,
     }
+
+
+def _averaged_slope(module: nn.Module) -> float | None:
+    """The largest slope c of an activation whose slopes all lie in [0, c], else None."""
+    from torch import nn
+
+    if type(module) in (nn.ReLU, nn.ReLU6, nn.Tanh, nn.Hardtanh, nn.Softplus):
+        return 1.0
+    if type(module) is nn.Sigmoid:
+        return 0.25
+    if type(module) is nn.LeakyReLU and float(module.negative_slope) >= 0.0:
+        return max(1.0, float(module.negative_slope))
+    if type(module) is nn.ELU and float(module.alpha) >= 0.0:
+        return max(1.0, float(module.alpha))
+    return None
 
 
 def _leaf_constant(module: nn.Module) -> float:
@@ -149,12 +179,14 @@ def _leaves(modules: tuple[nn.Module, ...]) -> list[nn.Module]:
 def policy_lipschitz_upper_bound(*modules: nn.Module) -> float:
     """Upper bound on the L2 Lipschitz constant of s ↦ softmax(chain(s)), chain ending in logits.
 
-    Formula: (1/2)·‖(I − 11ᵀ/m)·W‖₂·Π_{earlier layers} Lip, with W the weight of the last
-    ``nn.Linear`` (the logits layer, m outputs) and the earlier layers bounded as in
-    ``lipschitz_upper_bound``. Valid because softmax is 1/2-Lipschitz and ignores a common
-    shift of its inputs (module docstring), and Lipschitz constants multiply along a chain.
-    Never above ``lipschitz_upper_bound(*modules) / 2``; for one linear layer with two outputs
-    it is √2/4·‖w₁ − w₂‖, which the policy attains where p = (1/2, 1/2).
+    Formula: (1/2)·B, with B the layered bound of Combettes & Pesquet (module docstring) on the
+    chain whose last layer is W_c = (I − 11ᵀ/m)·W, W the weight of the last ``nn.Linear`` (the
+    logits layer, m outputs); activations are bounded as in ``lipschitz_upper_bound``, and one
+    whose slope can be negative (SiLU) splits the chain at its constant. Valid because softmax
+    is 1/2-Lipschitz and ignores a common shift of its inputs, and because every activation
+    with slopes in [0, c] is c·(I + N)/2 with N non-expansive (module docstring). Never above
+    ``lipschitz_upper_bound(*modules) / 2``; for a linear chain it is half the norm of the
+    centred product matrix, which for two outputs the policy attains where p = (1/2, 1/2).
 
     Args:
         *modules: The chain from the observation to the logits, first layer first; its last
@@ -179,10 +211,79 @@ def policy_lipschitz_upper_bound(*modules: nn.Module) -> float:
         )
     weight = last.weight.detach().to(dtype=torch.float64)
     centred = weight - weight.mean(dim=0, keepdim=True)
-    bound = SOFTMAX_LIPSCHITZ * float(torch.linalg.matrix_norm(centred, ord=2))
-    for leaf in leaves[:-1]:
-        bound *= _leaf_constant(leaf)
-    return bound
+    return SOFTMAX_LIPSCHITZ * _layered_bound(leaves[:-1], centred)
+
+
+def _layered_bound(leaves: list[nn.Module], last_weight: Any) -> float:
+    """Combettes-Pesquet bound (module docstring) for ``leaves`` followed by ``last_weight``.
+
+    Consecutive linear layers merge into one matrix (exact); consecutive element-wise
+    activations merge into one (slopes multiply, and it stays averaged if each is); an
+    activation before the first linear layer and one that is not averaged are always split.
+    """
+    import torch
+    from torch import nn
+
+    matrices: list[Any] = []  # W_1 … W_n
+    junctions: list[tuple[float, bool]] = []  # (c, averaged) between W_i and W_{i+1}
+    leading = 1.0
+    pending: tuple[float, bool] | None = None
+    for leaf in leaves:
+        if type(leaf) is nn.Linear:
+            weight = leaf.weight.detach().to(dtype=torch.float64)
+            if matrices and pending is None:
+                matrices[-1] = weight @ matrices[-1]
+            else:
+                if matrices:
+                    junctions.append(pending)  # type: ignore[arg-type]
+                matrices.append(weight)
+            pending = None
+            continue
+        constant = _leaf_constant(leaf)  # validates the layer (raises for unsupported ones)
+        if type(leaf) in (nn.Identity, nn.Flatten, nn.Dropout):
+            continue  # the identity on the flat vectors the linear layers act on
+        if not matrices:
+            leading *= constant
+            continue
+        slope = _averaged_slope(leaf)
+        step = (constant, False) if slope is None else (slope, True)
+        pending = step if pending is None else (pending[0] * step[0], pending[1] and step[1])
+    if not matrices:
+        matrices.append(last_weight)
+    elif pending is None:
+        matrices[-1] = last_weight @ matrices[-1]
+    else:
+        junctions.append(pending)
+        matrices.append(last_weight)
+    return leading * _split_sum(matrices, junctions)
+
+
+def _split_sum(matrices: list[Any], junctions: list[tuple[float, bool]]) -> float:
+    """Σ over split sets of the weighted products of merged stretches' spectral norms."""
+    import torch
+
+    count = len(matrices)
+    # best[j]: the bound of W_j ⋯ W_1 with a split right after W_j (best[0] = 1).
+    best = [1.0] + [0.0] * count
+    for j in range(1, count + 1):
+        stretch = matrices[j - 1]
+        merged_weight = 1.0
+        for i in range(j - 1, -1, -1):
+            if i < j - 1:
+                stretch = stretch @ matrices[i]
+            norm = float(torch.linalg.matrix_norm(stretch, ord=2))
+            split = 1.0
+            if j < count:
+                c, averaged = junctions[j - 1]
+                split = c / 2.0 if averaged else c
+            best[j] += best[i] * merged_weight * norm * split
+            if i == 0:
+                break
+            c, averaged = junctions[i - 1]
+            if not averaged:
+                break  # a non-averaged activation cannot be merged through
+            merged_weight *= c / 2.0
+    return best[count]
 
 
 def restricted_lipschitz(lipschitz: float, *, eta: float, num_actions: int) -> float:

@@ -38,8 +38,8 @@ class TeacherSettings:
         tau: τ of eq. 6 and 12, 0 < τ < η.
         adjacency: b, the L2 radius of adjacent observations (Definition 1).
         lipschitz: L of the teacher network s ↦ softmax(logits); None computes an upper bound
-            from its weights (``policy_lipschitz_upper_bound``: half the product of the layers'
-            spectral norms at most).
+            from its weights (``policy_lipschitz_upper_bound``: softmax's 1/2 times a layered
+            bound, at most the product of the layers' spectral norms).
         epsilon_budget: Total ε the teacher may spend (composition over all answered states;
             default 10: with δ = 1e-5 a budget a privacy engineer would sign off on).
         delta_budget: Total δ the teacher may spend (default 1e-5). Under ``"rdp"`` it is
