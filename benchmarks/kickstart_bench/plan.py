@@ -130,10 +130,12 @@ def _budgeted_arm(
     spread: bool,
     target: str = "debiased",
     named_k: bool = False,
+    named_fade: bool = False,
 ) -> Arm:
     """A privacy-aware ε-10 student at η near 1/m, k constant, with debiased or argmax answers.
 
-    ``named_k`` puts k into the arm's name (for arms that differ from another only in k).
+    ``named_k`` and ``named_fade`` put k and the fade's length into the arm's name (for arms
+    that differ from another only in those).
     """
     overrides: dict[str, Any] = {
         "teacher_mechanism": "dirichlet",
@@ -163,7 +165,7 @@ def _budgeted_arm(
         description += ", a random tenth of each rollout's states asked"
     if fade is not None:
         overrides["kickstart_coeff"] = [[0, 1.0], [fade, 0.0]]
-        name += "-fade"
+        name += f"-fade{fade // 1000}k" if named_fade else "-fade"
         description += f", kickstart_coeff 1 → 0 over {fade:,} env steps"
     return Arm(name, "KickstartPPO", overrides, description, (task,))
 
@@ -300,6 +302,28 @@ ARMS: dict[str, Arm] = {
             ("acrobot", 0.32, 560.0, 30_000),
         )
         for arm in [_budgeted_arm(task, eta, k, fade, spread=False, target="argmax", named_k=True)]
+    },
+    # Shorter fades: with the labels' help the students reach the lower bars within a few
+    # rollouts, then stay near their noisy labels until the fade ends.
+    **{
+        arm.name: arm
+        for task, eta, k, spread, fade in (
+            ("acrobot", 0.3, 200.0, True, 15_000),
+            ("acrobot", 0.3, 200.0, True, 10_000),
+            ("acrobot", 0.3, 80.0, False, 15_000),
+        )
+        for arm in [
+            _budgeted_arm(
+                task,
+                eta,
+                k,
+                fade,
+                spread=spread,
+                target="argmax",
+                named_k=not spread,
+                named_fade=True,
+            )
+        ]
     },
 }
 
