@@ -22,6 +22,7 @@ fixed-seed ``PrivacyWarning``.
 
 from rllib_privacy.mechanisms.dirichlet import (
     SECURE_GRID_BITS,
+    argmax_label_distribution,
     concentration_radius,
     dirichlet_mechanism,
     kickstart_threshold,
@@ -87,6 +88,7 @@ from rllib_privacy.mechanisms.secure_noise import (
 )
 
 __all__ = [
+    "argmax_label_distribution",
     "OneBitMechanism",
     "GradientMechanism",
     "MECHANISM_NAMES",

@@ -31,6 +31,7 @@ from rllib_privacy.mechanisms.secure_noise import os_entropy_generator
 
 __all__ = [
     "SECURE_GRID_BITS",
+    "argmax_label_distribution",
     "concentration_radius",
     "dirichlet_mechanism",
     "kickstart_threshold",
@@ -428,3 +429,48 @@ def kickstart_threshold(*, k: float, beta: float, lam: float) -> float:
     if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 <= lam < math.inf:
         raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     return float(lam) * concentration_radius(k=k, beta=beta)
+
+
+def argmax_label_distribution(policy: Any, *, k: float, eta: float) -> np.ndarray:
+    """P(argmax_i x_i = j) for one release x ~ Dir(k·π̃), π̃ = (1 − mη)·π + η: the label's law.
+
+    A student that trains on the one-hot action of each answer's largest entry (argmax
+    labels) sees action j with this probability. With x = g/Σg, g_i ~ Gamma(kπ̃_i, 1)
+    independent, the largest x is the largest g, so, substituting t = F_j⁻¹(u),
+
+        P(argmax = j) = ∫₀^∞ f_j(t)·Π_{i≠j} F_i(t) dt = ∫₀¹ Π_{i≠j} F_i(F_j⁻¹(u)) du,
+
+    F the Gamma distribution functions (scipy.stats.gamma). The second form has a bounded
+    integrand on [0, 1] (no density singularity at a small shape kπ̃_j < 1); it is integrated
+    by ``scipy.integrate.quad``. For m = 2 it is P(Beta(kπ̃₁, kπ̃₂) > 1/2).
+
+    Args:
+        policy: One probability vector π over m >= 2 actions.
+        k: Concentration k, a finite number > 0.
+        eta: Restriction η in [0, 1/m).
+
+    Returns:
+        float64 array of m probabilities. They sum to 1 up to the quadrature's error (about
+        1e-10), as long as every kπ̃_i is at least about 0.01; below that the Gamma quantiles
+        underflow and the sum shows how much was lost.
+
+    Raises:
+        ValueError: If an argument is out of range (the message names it).
+
+    """
+    from scipy import integrate, stats
+
+    k = check_finite_positive("k", k)
+    restricted, _ = _restrict_float64(np.asarray(policy, dtype=np.float64), eta)
+    if restricted.ndim != 1:
+        raise ValueError(f"policy must be one probability vector, got shape {restricted.shape}")
+    shapes = k * restricted
+    result = np.empty(shapes.size)
+    for j, shape in enumerate(shapes):
+        others = np.delete(shapes, j)
+
+        def integrand(u: float, shape: float = shape, others: np.ndarray = others) -> float:
+            return float(np.prod(stats.gamma.cdf(stats.gamma.ppf(u, shape), others)))
+
+        result[j] = integrate.quad(integrand, 0.0, 1.0, limit=200, epsabs=1e-12)[0]
+    return result

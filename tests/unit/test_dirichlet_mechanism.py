@@ -19,6 +19,7 @@ from test_ldp_mechanisms import ALPHA, clopper_pearson, z_bound
 
 from rllib_privacy.accounting import dirichlet_delta_estimate, dirichlet_epsilon
 from rllib_privacy.mechanisms import (
+    argmax_label_distribution,
     concentration_radius,
     dirichlet_mechanism,
     kickstart_threshold,
@@ -397,3 +398,58 @@ def test_radius_rejects_bad_arguments(kwargs: dict[str, float], match: str) -> N
 def test_threshold_rejects_bad_lambda(lam: float) -> None:
     with pytest.raises(ValueError, match="lam"):
         kickstart_threshold(k=1.0, beta=0.1, lam=lam)
+
+
+# --------------------------------------------------------------------------- argmax labels
+
+
+@pytest.mark.parametrize(
+    ("policy", "k", "eta"),
+    [
+        ([0.8, 0.2], 100.0, 0.4),
+        ([0.7, 0.3], 0.05, 0.2),
+        ([1.0, 0.0], 5.0, 0.05),
+        ([0.5, 0.5], 3.0, 0.1),
+    ],
+)
+def test_argmax_label_law_for_two_actions_is_the_beta_tail(
+    policy: list[float], k: float, eta: float
+) -> None:
+    restricted = (1 - 2 * eta) * np.asarray(policy) + eta
+    first = stats.beta.sf(0.5, k * restricted[0], k * restricted[1])
+    law = argmax_label_distribution(policy, k=k, eta=eta)
+    np.testing.assert_allclose(law, [first, 1.0 - first], rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("policy", "k", "eta"),
+    [
+        ([1.0, 0.0, 0.0], 200.0, 0.3),
+        ([0.5, 0.3, 0.2], 5.0, 0.05),
+        ([1.0, 0.0, 0.0, 0.0, 0.0, 0.0], 100.0, 0.16),
+        ([0.1, 0.4, 0.0, 0.2, 0.3], 20.0, 0.1),
+    ],
+)
+def test_argmax_label_law_matches_the_mechanisms_draws(
+    policy: list[float], k: float, eta: float
+) -> None:
+    n = 100_000
+    draws = dirichlet_mechanism(repeat_rows(policy, n), k=k, eta=eta, rng=np.random.default_rng(5))
+    counts = np.bincount(draws.argmax(axis=1), minlength=len(policy))
+    law = argmax_label_distribution(policy, k=k, eta=eta)
+    assert law.sum() == pytest.approx(1.0, abs=1e-8)
+    lower, upper = clopper_pearson(counts, n, ALPHA / len(policy))
+    assert np.all((lower <= law) & (law <= upper)), (counts / n, law)
+    # Actions with the same restricted probability get the same share.
+    restricted = restrict_policy(np.asarray(policy), eta=eta)
+    for value in np.unique(restricted):
+        assert np.ptp(law[restricted == value]) < 1e-9
+
+
+def test_argmax_label_law_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="k"):
+        argmax_label_distribution([0.5, 0.5], k=0.0, eta=0.1)
+    with pytest.raises(ValueError, match="eta"):
+        argmax_label_distribution([0.5, 0.5], k=1.0, eta=0.5)
+    with pytest.raises(ValueError, match="one probability vector"):
+        argmax_label_distribution([[0.5, 0.5]], k=1.0, eta=0.1)
