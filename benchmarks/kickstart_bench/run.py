@@ -14,7 +14,6 @@ built in one process and trained in turn, the order rotated every round.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import math
 import os
@@ -149,6 +148,13 @@ def _callbacks(
     return RecordTrials(), TargetOrCapStopper()
 
 
+def _skeleton(value: Any) -> Any:
+    """``value``'s nested list shape with None at every leaf."""
+    if isinstance(value, list | tuple):
+        return [_skeleton(item) for item in value]
+    return None
+
+
 def run_tuner(
     trainable: str,
     base: Mapping[str, Any],
@@ -186,7 +192,10 @@ def run_tuner(
             if isinstance(value, list | tuple):
                 # Tune writes a point's list into the space entry by entry (a schedule such as
                 # kickstart_coeff [[0, 1.0], [30000, 0.0]]): the entry must have its shape.
-                space[key] = copy.deepcopy(value)
+                # Its leaves are None: Tune compares a point's leaf with a non-empty space
+                # leaf to warn, and that warning fails on a list index in the key path
+                # (ray 2.60), so two arms with different schedules would stop the run.
+                space[key] = _skeleton(value)
     tuner = tune.Tuner(
         trainable,
         param_space=space,
