@@ -148,6 +148,23 @@ def _callbacks(
     return RecordTrials(), TargetOrCapStopper()
 
 
+def tune_space(base: Mapping[str, Any], trials: Sequence[PlannedTrial]) -> dict[str, Any]:
+    """The Tuner's param space: ``base`` with a slot for every list a trial's point sets.
+
+    Tune writes a point's list into the space entry by entry (a schedule such as
+    kickstart_coeff [[0, 1.0], [30000, 0.0]]), so the entry must have its shape. Its leaves
+    are None: Tune compares a point's leaf with a non-empty space leaf to warn, and that
+    warning fails on the list index in the key path (ray 2.60), so two arms with different
+    schedules would stop the run.
+    """
+    space = dict(base)
+    for t in trials:
+        for key, value in t.point.items():
+            if isinstance(value, list | tuple):
+                space[key] = _skeleton(value)
+    return space
+
+
 def _skeleton(value: Any) -> Any:
     """``value``'s nested list shape with None at every leaf."""
     if isinstance(value, list | tuple):
@@ -186,16 +203,7 @@ def run_tuner(
     from ray.tune.search import BasicVariantGenerator
 
     callback, stopper = _callbacks(trials, on_finished)
-    space = dict(base)
-    for t in trials:
-        for key, value in t.point.items():
-            if isinstance(value, list | tuple):
-                # Tune writes a point's list into the space entry by entry (a schedule such as
-                # kickstart_coeff [[0, 1.0], [30000, 0.0]]): the entry must have its shape.
-                # Its leaves are None: Tune compares a point's leaf with a non-empty space
-                # leaf to warn, and that warning fails on a list index in the key path
-                # (ray 2.60), so two arms with different schedules would stop the run.
-                space[key] = _skeleton(value)
+    space = tune_space(base, trials)
     tuner = tune.Tuner(
         trainable,
         param_space=space,

@@ -774,3 +774,21 @@ def test_a_rerun_resumes_the_grid_from_its_finished_trials(bench, tmp_path, monk
         runner=_fake_runner(bench, ran),
     )
     assert "cartpole/teacher/seed=0" not in ran and len(ran) == 4  # the students' cap changed
+
+
+def test_tune_space_lets_arms_with_different_schedules_share_a_tuner(bench) -> None:
+    """Each point's schedule reaches its trial, with no Tune warning in between."""
+    pytest.importorskip("ray.tune")
+    from kickstart_bench.run import tune_space
+    from ray.tune.search.variant_generator import _get_preset_variants
+
+    schedules = ([[0, 1.0], [15000, 0.0]], [[0, 1.0], [10000, 0.0]], 1.0)
+    trials = [
+        types.SimpleNamespace(point={"kickstart_coeff": schedule, "seed": seed})
+        for seed, schedule in enumerate(schedules)
+    ]
+    space = tune_space({"lr": 0.1, "kickstart_coeff": 1.0, "seed": None}, trials)
+    for trial, schedule in zip(trials, schedules, strict=True):
+        (_, config), *_ = _get_preset_variants({"config": space}, trial.point)
+        assert config["config"]["kickstart_coeff"] == schedule
+        assert config["config"]["lr"] == 0.1
