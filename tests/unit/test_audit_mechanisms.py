@@ -911,6 +911,7 @@ AUDIT_COVERAGE: dict[str, tuple[str, ...] | str] = {
     "SECURE_GRID_BITS": f"a constant; {NO_RELEASE}",
     "bin_edges": f"histogram edges (pure helper); {NO_RELEASE}",
     "clip_l1": f"deterministic clipping, audited inside laplace_gradient; {NO_RELEASE}",
+    "argmax_label_distribution": f"the law of a release's post-processing; {NO_RELEASE}",
     "concentration_radius": f"closed-form radius; {NO_RELEASE}",
     "dirichlet_mechanism": (
         "test_dirichlet_passes_with_the_accountants_epsilon_delta",
