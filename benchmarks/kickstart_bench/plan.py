@@ -132,6 +132,7 @@ def _budgeted_arm(
     named_k: bool = False,
     named_fade: bool = False,
     budget: float = 10.0,
+    loss: str | None = None,
 ) -> Arm:
     """A privacy-aware student at η near 1/m, k constant, with debiased or argmax answers.
 
@@ -164,6 +165,10 @@ def _budgeted_arm(
         overrides.update(kickstart_query_rule="random", kickstart_query_fraction=0.1)
         name += "-spread"
         description += ", a random tenth of each rollout's states asked"
+    if loss is not None:
+        overrides["kickstart_loss"] = loss
+        name += "-ce" if loss == "cross_entropy" else f"-{loss}"
+        description += f", kickstart_loss {loss}"
     if fade is not None:
         overrides["kickstart_coeff"] = [[0, 1.0], [fade, 0.0]]
         name += f"-fade{fade // 1000}k" if named_fade else "-fade"
@@ -324,6 +329,15 @@ ARMS: dict[str, Arm] = {
                 named_k=not spread,
                 named_fade=True,
             )
+        ]
+    },
+    # Cross-entropy to the labels (the kickstarting paper's loss) instead of the thresholded
+    # L2 distance: a sharper pull towards the teacher's greedy action.
+    **{
+        arm.name: arm
+        for task, eta, k in (("acrobot", 0.3, 200.0), ("cartpole", 0.4, 100.0))
+        for arm in [
+            _budgeted_arm(task, eta, k, 30_000, spread=True, target="argmax", loss="cross_entropy")
         ]
     },
     # The moonshot, ε = 1: the same recipe with a k that buys several hundred labels
