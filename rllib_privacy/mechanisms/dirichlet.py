@@ -467,7 +467,11 @@ def argmax_label_distribution(policy: Any, *, k: float, eta: float) -> np.ndarra
     shapes = k * restricted
     result = np.empty(shapes.size)
     for j, shape in enumerate(shapes):
+        if shape == 0.0:
+            result[j] = 0.0  # Gamma(0) is a point mass at 0 (η = 0 and π_j = 0): never largest
+            continue
         others = np.delete(shapes, j)
+        others = others[others > 0.0]  # a point mass at 0 is below every t > 0
 
         def integrand(u: float, shape: float = shape, others: np.ndarray = others) -> float:
             return float(np.prod(stats.gamma.cdf(stats.gamma.ppf(u, shape), others)))

@@ -446,6 +446,13 @@ def test_argmax_label_law_matches_the_mechanisms_draws(
         assert np.ptp(law[restricted == value]) < 1e-9
 
 
+def test_argmax_label_law_gives_no_mass_to_an_action_with_zero_concentration() -> None:
+    # η = 0 and π_j = 0: Gamma(0) is a point mass at 0, so j is never the largest entry.
+    law = argmax_label_distribution([0.6, 0.4, 0.0], k=10.0, eta=0.0)
+    expected = stats.beta.sf(0.5, 6.0, 4.0)
+    np.testing.assert_allclose(law, [expected, 1.0 - expected, 0.0], rtol=1e-8, atol=1e-10)
+
+
 def test_argmax_label_law_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="k"):
         argmax_label_distribution([0.5, 0.5], k=0.0, eta=0.1)
