@@ -375,12 +375,28 @@ RETIRED_ARMS: frozenset[str] = frozenset(
 )
 
 
+#: Variants measured once against the default arms (benchmarks/RESULTS.md, "More seeds,
+#: ε = 1, and what did not help"): every state asked with a smaller k, shorter fades and
+#: cross-entropy to the labels. None beat the arm it varies; they run by name (``--arms``).
+VARIANT_ARMS: frozenset[str] = frozenset(
+    {
+        "aware-eps10-argmax-eta0.3-k80-fade",
+        "aware-eps10-argmax-eta0.32-k560-fade",
+        "aware-eps10-argmax-eta0.3-spread-fade15k",
+        "aware-eps10-argmax-eta0.3-spread-fade10k",
+        "aware-eps10-argmax-eta0.3-k80-fade15k",
+        "aware-eps10-argmax-eta0.3-spread-ce-fade",
+        "aware-eps10-argmax-eta0.4-spread-ce-fade",
+    }
+)
+
+
 def default_arms(tasks: Sequence[str]) -> list[str]:
-    """Every arm that runs on at least one of ``tasks``, in ``ARMS`` order (not the retired)."""
+    """Every arm that runs on one of ``tasks``, in ``ARMS`` order (not retired, not variants)."""
     return [
         name
         for name, arm in ARMS.items()
-        if name not in RETIRED_ARMS and any(arm.runs_on(task) for task in tasks)
+        if name not in RETIRED_ARMS | VARIANT_ARMS and any(arm.runs_on(task) for task in tasks)
     ]
 
 

@@ -231,11 +231,12 @@ def _layered_bound(leaves: list[nn.Module], last_weight: Any) -> float:
     for leaf in leaves:
         if type(leaf) is nn.Linear:
             weight = leaf.weight.detach().to(dtype=torch.float64)
-            if matrices and pending is None:
+            if not matrices:
+                matrices.append(weight)
+            elif pending is None:
                 matrices[-1] = weight @ matrices[-1]
             else:
-                if matrices:
-                    junctions.append(pending)  # type: ignore[arg-type]
+                junctions.append(pending)
                 matrices.append(weight)
             pending = None
             continue

@@ -208,6 +208,13 @@ def test_overhead_ratio_and_target(bench) -> None:
     assert "**missed**" in parts["overhead"]
 
 
+def bench_plan() -> types.ModuleType:
+    """The benchmark's plan module (its arms), imported with the benchmark."""
+    import kickstart_bench.plan
+
+    return kickstart_bench.plan
+
+
 def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None:
     args = bench.parse_args([])
     assert args.tasks == ["cartpole", "acrobot"] and args.seeds == 3
@@ -237,7 +244,12 @@ def test_parse_args_defaults_quick_and_validation(bench, tmp_path: Path) -> None
         "aware-eps10-argmax-eta0.3-fade",
         "aware-eps10-argmax-eta0.4-spread-fade",
         "aware-eps10-argmax-eta0.3-spread-fade",
+        "aware-eps1-argmax-eta0.45-k30-spread-fade30k",
+        "aware-eps1-argmax-eta0.3-k100-spread-fade15k",
     ]
+    # The measured variants run by name only, and each names an arm that exists.
+    assert not set(args.arms) & bench_plan().VARIANT_ARMS
+    assert bench_plan().VARIANT_ARMS <= set(bench_plan().ARMS)
     assert args.plot_dir is None and not args.write_results
     assert args.command_line == "python benchmarks/kickstart.py"
     quick = bench.parse_args(["--quick", "--seeds", "4"])
