@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 from harness import RESULTS_MD, command_line, machine_line, markdown_table, write_results_section
+from scipy import stats
 
 from rllib_privacy.accounting.dirichlet_renyi import (
     DEFAULT_ORDERS,
@@ -62,8 +63,7 @@ def releases_within(budget: float, curve: np.ndarray, orders: np.ndarray) -> int
 def label_information(accuracy: float, num_actions: int) -> float:
     """ln m − H(label | action) for a label that is right w.p. ``accuracy``, else uniform."""
     wrong = (1.0 - accuracy) / (num_actions - 1)
-    entropy = -sum(p * math.log(p) for p in (accuracy, *[wrong] * (num_actions - 1)) if p > 0)
-    return math.log(num_actions) - entropy
+    return math.log(num_actions) - float(stats.entropy([accuracy, *[wrong] * (num_actions - 1)]))
 
 
 def teacher_table(name: str, path: str) -> str:
