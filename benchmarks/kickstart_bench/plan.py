@@ -310,7 +310,7 @@ ARMS: dict[str, Arm] = {
         for arm in [_budgeted_arm(task, eta, k, fade, spread=False, target="argmax", named_k=True)]
     },
     # Shorter fades: with the labels' help the students reach the lower bars within a few
-    # rollouts, then stay near their noisy labels until the fade ends.
+    # rollouts; does an earlier end of the help let them reach T sooner? (Measured: no.)
     **{
         arm.name: arm
         for task, eta, k, spread, fade in (
@@ -377,7 +377,8 @@ RETIRED_ARMS: frozenset[str] = frozenset(
 
 #: Variants measured once against the default arms (benchmarks/RESULTS.md, "More seeds,
 #: ε = 1, and what did not help"): every state asked with a smaller k, shorter fades and
-#: cross-entropy to the labels. None beat the arm it varies; they run by name (``--arms``).
+#: cross-entropy to the labels. None reached T reliably sooner than the arm it varies; they
+#: run by name (``--arms``).
 VARIANT_ARMS: frozenset[str] = frozenset(
     {
         "aware-eps10-argmax-eta0.3-k80-fade",
