@@ -228,16 +228,19 @@ def _layered_bound(leaves: list[nn.Module], last_weight: Any) -> float:
     junctions: list[tuple[float, bool]] = []  # (c, averaged) between W_i and W_{i+1}
     leading = 1.0
     pending: tuple[float, bool] | None = None
+
+    def add_linear(weight: Any) -> None:
+        if not matrices:
+            matrices.append(weight)
+        elif pending is None:
+            matrices[-1] = weight @ matrices[-1]
+        else:
+            junctions.append(pending)
+            matrices.append(weight)
+
     for leaf in leaves:
         if type(leaf) is nn.Linear:
-            weight = leaf.weight.detach().to(dtype=torch.float64)
-            if not matrices:
-                matrices.append(weight)
-            elif pending is None:
-                matrices[-1] = weight @ matrices[-1]
-            else:
-                junctions.append(pending)
-                matrices.append(weight)
+            add_linear(leaf.weight.detach().to(dtype=torch.float64))
             pending = None
             continue
         constant = _leaf_constant(leaf)  # validates the layer (raises for unsupported ones)
@@ -249,13 +252,7 @@ def _layered_bound(leaves: list[nn.Module], last_weight: Any) -> float:
         slope = _averaged_slope(leaf)
         step = (constant, False) if slope is None else (slope, True)
         pending = step if pending is None else (pending[0] * step[0], pending[1] and step[1])
-    if not matrices:
-        matrices.append(last_weight)
-    elif pending is None:
-        matrices[-1] = last_weight @ matrices[-1]
-    else:
-        junctions.append(pending)
-        matrices.append(last_weight)
+    add_linear(last_weight)
     return leading * _split_sum(matrices, junctions)
 
 
