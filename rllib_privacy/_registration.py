@@ -12,6 +12,7 @@ ALGORITHM_NAMES: tuple[str, ...] = (
     "LDPA3C",
     "LDPPPO",
     "KickstartPPO",
+    "PipelinedPPO",
     "PATEPPO",
     "ExplorationPPO",
     "ExplorationDQN",
@@ -58,6 +59,7 @@ def register_all() -> None:
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C
     from rllib_privacy.algorithms.ldp_ppo import LDPPPO
     from rllib_privacy.algorithms.pate_ppo import PATEPPO
+    from rllib_privacy.algorithms.pipelined_ppo import PipelinedPPO
     from rllib_privacy.envs import (
         ACROBOT_MASS_ENV_ID,
         CARTPOLE_GRAVITY_ENV_ID,
@@ -91,6 +93,7 @@ def register_all() -> None:
     register_trainable("LDPA3C", LDPA3C)
     register_trainable("LDPPPO", LDPPPO)
     register_trainable("KickstartPPO", KickstartPPO)
+    register_trainable("PipelinedPPO", PipelinedPPO)
     register_trainable("ExplorationPPO", ExplorationPPO)
     register_trainable("ExplorationDQN", ExplorationDQN)
     register_trainable("PATEPPO", PATEPPO)

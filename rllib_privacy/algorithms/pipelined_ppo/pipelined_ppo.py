@@ -1,0 +1,255 @@
+"""PipelinedPPO: RLlib's PPO with sampling and learning overlapped.
+
+User guide: docs/components/pipelined-ppo.md. RLlib's PPO alternates: its EnvRunners sample
+a batch, then wait while the learner runs its epochs on it. On a machine with few cores that
+leaves the cores the runners hold idle for the whole update (on AirRaid RAM with two runners
+on two cores, about a third of every iteration). PipelinedPPO asks the runners for the next
+batch before it updates on the current one, so the two run at once.
+
+The price is one update of policy lag: the batch an update trains on was sampled with the
+weights from before the previous update. PPO's loss already takes its probability ratio
+against the behaviour policy's log-probabilities stored with each sample (not against the
+learner's weights before the update), so the clipped objective stays the one of Schulman et
+al. (2017), measured from the policy that acted; APPO (Espeholt et al. 2018's IMPALA with
+PPO's clip) is RLlib's answer for lags of many updates, with V-trace and a target network,
+which this algorithm does not need for a lag of one. ``pipeline_sampling: false`` gives
+RLlib's PPO step unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.ppo import PPO, PPOConfig
+from ray.rllib.core import (
+    COMPONENT_ENV_TO_MODULE_CONNECTOR,
+    COMPONENT_LEARNER,
+    COMPONENT_MODULE_TO_ENV_CONNECTOR,
+    COMPONENT_RL_MODULE,
+)
+from ray.rllib.env.env_runner import EnvRunner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+    WEIGHTS_SEQ_NO,
+)
+from typing_extensions import Self
+
+from rllib_privacy.algorithms.config_keys import GroupedConfigMixin
+from rllib_privacy.errors import PrivacyConfigError
+
+#: The tag of the sample requests in flight (RLlib's actor manager counts requests per tag).
+SAMPLE_TAG = "pipelined_ppo_sample"
+#: Seconds between checks for a finished sample request while a batch is collected.
+POLL_INTERVAL_S = 0.005
+#: Result key: 1.0 when this iteration's update ran while the runners sampled the next batch.
+PIPELINED_METRIC = "pipelined"
+
+
+def sample_with_states(env_runner: EnvRunner) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """One ``sample()`` of a remote EnvRunner, with its connector states and metrics.
+
+    All three come back in one remote call: a separate ``get_state`` would queue behind the
+    next sample request and wait for it.
+    """
+    episodes = env_runner.sample()
+    states = env_runner.get_state(
+        components=[COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR]
+    )
+    return episodes, states, env_runner.get_metrics()
+
+
+class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
+    """PPO's config plus ``pipeline_sampling`` (set by ``.pipeline()``).
+
+    Example::
+
+        config = (
+            PipelinedPPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=2)
+            .pipeline(pipeline_sampling=True)
+        )
+        algo = config.build_algo()
+    """
+
+    CONFIG_GROUPS = {"pipeline": ("pipeline_sampling",)}
+
+    def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
+        super().__init__(algo_class=algo_class or PipelinedPPO)
+        self.pipeline_sampling = True
+
+    def pipeline(self, *, pipeline_sampling: bool = NotProvided) -> Self:
+        """Sets whether the runners sample the next batch while the learner updates.
+
+        User guide: docs/components/pipelined-ppo.md.
+
+        Args:
+            pipeline_sampling: ``True``: each update trains on the batch sampled during the
+                previous update (one update of policy lag), and needs remote EnvRunners
+                (``num_env_runners`` >= 1). ``False``: RLlib's PPO step (sample, then
+                update).
+
+        Returns:
+            This updated config.
+
+        """
+        self.set_provided(locals())
+        return self
+
+    @override(PPOConfig)
+    def validate(self) -> None:
+        """PPO's checks plus ``pipeline_sampling``'s; every message names the key."""
+        super().validate()
+        self.validate_pipeline_settings()
+        # Algorithm.step's own connector sync asks every runner for its states and waits,
+        # which would queue behind the sample request in flight: with pipeline_sampling the
+        # training step syncs them itself (RLlib's IMPALA config sets the same flag).
+        if self._dont_auto_sync_env_runner_states != self.pipeline_sampling:
+            self._dont_auto_sync_env_runner_states = self.pipeline_sampling
+
+    def validate_pipeline_settings(self) -> None:
+        """Raises PrivacyConfigError for a bad ``pipeline_sampling`` setting (no Ray needed)."""
+        if not isinstance(self.pipeline_sampling, bool):
+            raise PrivacyConfigError(
+                f"config key 'pipeline_sampling' must be true or false, "
+                f"got {self.pipeline_sampling!r}"
+            )
+        # The evaluation config (in_evaluation) never trains, so it needs no runners.
+        if self.pipeline_sampling and not self.in_evaluation and self.num_env_runners < 1:
+            raise PrivacyConfigError(
+                "config key 'pipeline_sampling': sampling during the update needs remote "
+                f"EnvRunners (num_env_runners >= 1), got num_env_runners="
+                f"{self.num_env_runners}; set pipeline_sampling: false to sample in the "
+                "main process"
+            )
+
+
+class PipelinedPPO(PPO):
+    """PPO that samples the next batch while it updates (see the module docstring)."""
+
+    @classmethod
+    @override(PPO)
+    def get_default_config(cls) -> PipelinedPPOConfig:
+        """Returns the default PipelinedPPOConfig."""
+        return PipelinedPPOConfig()
+
+    @override(PPO)
+    def training_step(self) -> None:
+        """Collect the batch in flight, ask for the next one, then update on the first."""
+        if not self.config.pipeline_sampling:
+            super().training_step()
+            return
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, connector_states, env_runner_metrics = self._collect_batch()
+            # The runners sample the next batch with the weights they hold now (one update
+            # behind) while the learner trains on this one.
+            self._request_samples()
+            if not episodes:
+                return
+            self.metrics.aggregate(env_runner_metrics, key=ENV_RUNNER_RESULTS)
+
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = self.learner_group.update(
+                episodes=episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
+                    ),
+                    NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME),
+                        default=0,
+                    ),
+                },
+                num_epochs=self.config.num_epochs,
+                minibatch_size=self.config.minibatch_size,
+                shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
+            )
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        self.metrics.log_value(PIPELINED_METRIC, 1.0, window=1)
+
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            # As PPO: the learner results' keys name the modules that were updated.
+            modules = set(learner_results[0].keys()) - {ALL_MODULES}
+            weights = self.learner_group.get_state(
+                components=[f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{m}" for m in modules],
+                inference_only=True,
+            )[COMPONENT_LEARNER]
+            # Weights and merged connector states go out without waiting: each runner
+            # applies them after the sample it is running, before the next one.
+            self.env_runner_group.sync_env_runner_states(
+                config=self.config,
+                connector_states=connector_states,
+                rl_module_state={
+                    k: v for k, v in weights.items() if k in (COMPONENT_RL_MODULE, WEIGHTS_SEQ_NO)
+                },
+                env_steps_sampled=self.metrics.peek(
+                    (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+                ),
+                env_to_module=self.env_to_module_connector,
+                module_to_env=self.module_to_env_connector,
+            )
+
+    def _request_samples(self) -> None:
+        """Ask every healthy runner without a request in flight for one ``sample()``."""
+        self.env_runner_group.foreach_env_runner_async(sample_with_states, tag=SAMPLE_TAG)
+
+    def _collect_batch(self) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Wait for the requests in flight, asking again until a full batch has come back.
+
+        A runner whose batch has arrived is asked for its next one at once, not when the
+        slowest runner is done: its next batch starts while the others finish.
+
+        Returns:
+            The episodes, the runners' connector states and their metrics; all empty when
+            no healthy runner is left (the step then ends, as PPO's does).
+
+        """
+        group = self.env_runner_group
+        episodes: list[Any] = []
+        states: list[dict[str, Any]] = []
+        runner_metrics: list[dict[str, Any]] = []
+        steps = 0
+        while steps < self.config.total_train_batch_size:
+            if not group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
+                self._request_samples()
+                if not group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
+                    break  # no healthy runner to ask
+            # RLlib's fetch waits for every request in flight or the timeout: a short
+            # timeout returns each runner's batch soon after it is ready.
+            for runner_id, (sampled, state, metrics) in group.fetch_ready_async_reqs(
+                tags=SAMPLE_TAG, timeout_seconds=POLL_INTERVAL_S
+            ):
+                group.foreach_env_runner_async(
+                    sample_with_states, tag=SAMPLE_TAG, remote_worker_ids=[runner_id]
+                )
+                episodes.extend(sampled)
+                states.append(state)
+                runner_metrics.append(metrics)
+                steps += sum(episode.env_steps() for episode in sampled)
+        return episodes, states, runner_metrics
+
+    def _drop_samples_in_flight(self) -> None:
+        """Wait for and discard the requests in flight (sampled with weights now replaced)."""
+        group = getattr(self, "env_runner_group", None)
+        while group is not None and group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
+            if not group.fetch_ready_async_reqs(
+                tags=SAMPLE_TAG, timeout_seconds=self.config.sample_timeout_s
+            ):
+                break  # a runner that does not answer within the timeout is RLlib's to restart
+
+    @override(Algorithm)
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores RLlib's state; a batch in flight from the old weights is discarded."""
+        self._drop_samples_in_flight()
+        super().set_state(state)
