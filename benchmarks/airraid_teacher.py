@@ -53,6 +53,12 @@ RETURN_KEY = ("env_runners", "episode_return_mean")
 PLOT = BENCH_DIR / "kickstart_airraid_teacher.png"
 
 
+def trainable_of(experiment: Path) -> str:
+    """The algorithm that trained the teacher: the prefix of Tune's trial folder name."""
+    results = sorted(experiment.rglob("result.json"))
+    return results[0].parent.name.split("_", 1)[0] if results else "?"
+
+
 def read_curve(experiment: Path) -> tuple[list[tuple[float, float]], dict[str, Any]]:
     """((env steps, return) of every iteration that reported a return, the last result)."""
     results = sorted(experiment.rglob("result.json"))
@@ -160,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         [
             "## AirRaid-ram teacher (`benchmarks/airraid_teacher.py`)",
             "",
-            "- Teacher: `rllib train -f tuned_configs/kickstart_teacher_airraid.yaml` (PPO "
-            "(64, 64), 4,000,000 env steps, seed 0); table and plot: "
+            "- Teacher: `rllib train -f tuned_configs/kickstart_teacher_airraid.yaml` "
+            f"({trainable_of(args.experiment)}, (64, 64), 4,000,000 env steps, seed 0); table "
+            "and plot: "
             f"`{command_line('benchmarks/airraid_teacher.py', argv)}`",
             f"- Machine: {machine_line()}",
             "- Environment: `ALE/AirRaid-ram-v5` (ale-py 0.12) with `frameskip: [2, 5]`: the "

@@ -9,10 +9,14 @@ exactly as a user runs the YAML (Tune, checkpoints and all), and its rate is
 
     (env steps at the last iteration − at iteration W) / (time_total_s difference)
 
-over the iterations after ``--warmup-iterations`` W (start-up excluded). The table prints both
-rates and their ratio, the mean sampling and learner seconds per iteration, and the 1-minute
-load average around each run: on a shared 2-core machine a figure taken under load is not a
-figure.
+over the iterations after ``--warmup-iterations`` W (start-up excluded). The machine's speed
+drifts (15-30% within minutes on the 2-core development host), so the emulator is measured
+before the first run and after every run, the variants run ``--repeats`` times in turn, and
+each run's ratio is to the mean of the emulator measurements just before and after it. The
+table prints every run: both rates and their ratio, the median seconds per iteration spent
+waiting for samples and in the learner (each iteration's own value, recovered from RLlib's
+EMA-smoothed timers), and the 1-minute load average around the run: on a shared 2-core
+machine a figure taken under load is not a figure.
 
 Examples::
 
@@ -51,12 +55,10 @@ RESULTS = ResultsSection("atari_throughput")
 DEFAULT_CONFIG = "tuned_configs/kickstart_teacher_airraid.yaml"
 #: What was tried on the way to the shipped settings (``--variant`` adds more).
 STANDARD_VARIANTS: dict[str, dict[str, Any]] = {
-    "shipped YAML": {},
-    "shipped YAML, actions normalized (RLlib's default normalize_actions: true)": {
-        "normalize_actions": True
-    },
-    "shipped YAML, 2 EnvRunners x 64 envs": {"num_envs_per_env_runner": 64},
-    "RLlib defaults: 1 EnvRunner x 4 envs, sync vector env, minibatch 500": {
+    "shipped YAML (PipelinedPPO)": {},
+    "shipped YAML, RLlib's PPO step (pipeline_sampling: false)": {"pipeline_sampling": False},
+    "RLlib defaults: PPO's step, 1 EnvRunner x 4 envs, sync vector env, minibatch 500": {
+        "pipeline_sampling": False,
         "num_env_runners": 1,
         "num_cpus_per_env_runner": 1,
         "num_envs_per_env_runner": 4,
@@ -64,6 +66,15 @@ STANDARD_VARIANTS: dict[str, dict[str, Any]] = {
         "minibatch_size": 500,
     },
 }
+#: RLlib's timers are exponential moving averages with this coefficient
+#: (``ray.rllib.utils.metrics.stats.ema``): reading k is (1 - c)·reading k-1 + c·value k.
+TIMER_EMA_COEFF = 0.01
+
+
+def per_iteration_values(readings: list[float], coeff: float = TIMER_EMA_COEFF) -> list[float]:
+    """Each iteration's own timer value from RLlib's EMA readings (from the second on)."""
+    pairs = zip(readings, readings[1:], strict=False)
+    return [(now - (1.0 - coeff) * before) / coeff for before, now in pairs]
 
 
 def emulator_rate(env_id: str, env_config: dict[str, Any], seconds: float) -> float:
@@ -129,16 +140,20 @@ def training_rate(
         )
     first, last = rows[warmup], rows[-1]
     measured = rows[warmup + 1 :]
+
+    def timer(key: str) -> float:
+        readings = [float(row["timers"][key]) for row in rows[warmup:]]
+        return statistics.median(per_iteration_values(readings))
+
     return {
         "env_steps_per_s": (
             (last["num_env_steps_sampled_lifetime"] - first["num_env_steps_sampled_lifetime"])
             / (last["time_total_s"] - first["time_total_s"])
         ),
         "iterations": len(rows),
-        "sampling_s": statistics.mean(
-            row["timers"]["env_runner_sampling_timer"] for row in measured
-        ),
-        "learner_s": statistics.mean(row["timers"]["learner_update_timer"] for row in measured),
+        "iteration_s": (last["time_total_s"] - first["time_total_s"]) / len(measured),
+        "sampling_s": timer("env_runner_sampling_timer"),
+        "learner_s": timer("learner_update_timer"),
         "steps_per_iteration": statistics.mean(
             b["num_env_steps_sampled_lifetime"] - a["num_env_steps_sampled_lifetime"]
             for a, b in zip(rows[warmup:], measured, strict=False)
@@ -163,17 +178,16 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), value
 
 
-def report(
-    config_file: str, emulator: list[float], rows: dict[str, dict[str, Any]], argv: list[str]
-) -> str:
-    """The RESULTS.md section."""
-    reference = statistics.mean(emulator)
+def report(config_file: str, runs: list[tuple[str, dict[str, Any]]], argv: list[str]) -> str:
+    """The RESULTS.md section: one row per run, then each variant's median ratio."""
     table = markdown_table(
         [
             "variant",
             "env steps/s",
+            "emulator around it",
             "÷ emulator (one env, one core)",
-            "sampling s/iteration",
+            "s/iteration",
+            "waiting for samples s/iteration",
             "learner s/iteration",
             "env steps/iteration",
             "load before → after",
@@ -182,28 +196,42 @@ def report(
             [
                 name,
                 f"{row['env_steps_per_s']:,.0f}",
-                f"{row['env_steps_per_s'] / reference:.2f}×",
+                f"{row['emulator']:,.0f}",
+                f"{row['ratio']:.2f}×",
+                f"{row['iteration_s']:.2f}",
                 f"{row['sampling_s']:.2f}",
                 f"{row['learner_s']:.2f}",
                 f"{row['steps_per_iteration']:,.0f}",
                 f"{row['load_before']:.2f} → {row['load_after']:.2f}",
             ]
-            for name, row in rows.items()
+            for name, row in runs
         ],
     )
+    ratios: dict[str, list[float]] = {}
+    for name, row in runs:
+        ratios.setdefault(name, []).append(row["ratio"])
+    summary = [
+        f"- {name}: median {statistics.median(values):.2f}× the emulator over {len(values)} "
+        f"run{'s' if len(values) > 1 else ''} (range {min(values):.2f}-{max(values):.2f}×)"
+        for name, values in ratios.items()
+    ]
     return "\n".join(
         [
             "## Atari RAM throughput (`benchmarks/atari_throughput.py`)",
             "",
             f"- Command: `{command_line('benchmarks/atari_throughput.py', argv)}`",
             f"- Machine: {machine_line()}",
-            f"- Config: `{config_file}`; emulator reference (one env, random actions, one "
-            f"process): {' and '.join(f'{rate:,.0f}' for rate in emulator)} steps/s before "
-            f"and after the runs, mean {reference:,.0f}.",
-            "- Rate = env steps ÷ Tune's `time_total_s` after the warm-up iterations; sampling "
-            "and learner seconds are RLlib's timers, means over the measured iterations.",
+            f"- Config: `{config_file}`; emulator reference: one env of the YAML's id and "
+            "env_config, random actions, one process alone, measured before the first run "
+            "and after every run; each run's ratio is to the mean of the two measurements "
+            "around it.",
+            "- Rate = env steps ÷ Tune's `time_total_s` after the warm-up iterations; seconds "
+            "per iteration are medians of each iteration's own value (RLlib's timers are "
+            "EMAs; the script recovers the values).",
             "",
             table,
+            "",
+            *summary,
             "",
         ]
     )
@@ -216,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=positive_int, default=120_000, help="env steps per run")
     parser.add_argument("--warmup-iterations", type=positive_int, default=3)
     parser.add_argument("--emulator-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--repeats", type=positive_int, default=2, help="runs of each variant, in turn"
+    )
     parser.add_argument(
         "--variant",
         type=parse_variant,
@@ -235,26 +266,35 @@ def main(argv: list[str] | None = None) -> int:
         config = load_experiment_config(config_file)
         env_id = str(config["env"])
         env_config = dict(config.get("env_config") or {})
-        variants = {"shipped YAML": {}} if args.only_shipped else dict(STANDARD_VARIANTS)
+        variants = (
+            {"shipped YAML (PipelinedPPO)": {}} if args.only_shipped else dict(STANDARD_VARIANTS)
+        )
         variants.update(dict(args.variant))
-        emulator = [emulator_rate(env_id, env_config, args.emulator_seconds)]
-        print(f"emulator, one env: {emulator[0]:,.0f} steps/s (load {load_average():.2f})")
-        rows: dict[str, dict[str, Any]] = {}
-        for name, overrides in variants.items():
-            rows[name] = training_rate(config_file, overrides, args.steps, args.warmup_iterations)
-            row = rows[name]
+        plan = [item for _ in range(args.repeats) for item in variants.items()]
+        emulator = emulator_rate(env_id, env_config, args.emulator_seconds)
+        print(f"emulator, one env: {emulator:,.0f} steps/s (load {load_average():.2f})")
+        runs: list[tuple[str, dict[str, Any]]] = []
+        start = time.perf_counter()
+        for index, (name, overrides) in enumerate(plan, start=1):
+            row = training_rate(config_file, overrides, args.steps, args.warmup_iterations)
+            after = emulator_rate(env_id, env_config, args.emulator_seconds)
+            row["emulator"] = (emulator + after) / 2
+            row["ratio"] = row["env_steps_per_s"] / row["emulator"]
+            emulator = after
+            runs.append((name, row))
+            elapsed = time.perf_counter() - start
             print(
-                f"{name}: {row['env_steps_per_s']:,.0f} env steps/s "
-                f"({row['env_steps_per_s'] / emulator[0]:.2f}× the emulator; sampling "
+                f"[{index}/{len(plan)}] {name}: {row['env_steps_per_s']:,.0f} env steps/s, "
+                f"{row['ratio']:.2f}× the emulator ({row['emulator']:,.0f}); waiting "
                 f"{row['sampling_s']:.2f} s, learner {row['learner_s']:.2f} s per iteration; "
-                f"load {row['load_after']:.2f})",
+                f"load {row['load_after']:.2f}; emulator now {after:,.0f}; "
+                f"ETA {elapsed / index * (len(plan) - index) / 60:.0f} min",
                 flush=True,
             )
-        emulator.append(emulator_rate(env_id, env_config, args.emulator_seconds))
     except BenchmarkError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    text = report(args.config_file, emulator, rows, argv)
+    text = report(args.config_file, runs, argv)
     print(text)
     if args.write_results:
         RESULTS.write(RESULTS_MD, text)

@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "KickstartPPOConfig": "rllib_privacy.algorithms.kickstart_ppo",
     "PATEPPO": "rllib_privacy.algorithms.pate_ppo",
     "PATEPPOConfig": "rllib_privacy.algorithms.pate_ppo",
+    "PipelinedPPO": "rllib_privacy.algorithms.pipelined_ppo",
+    "PipelinedPPOConfig": "rllib_privacy.algorithms.pipelined_ppo",
     "ExplorationPPO": "rllib_privacy.algorithms.count_exploration",
     "ExplorationPPOConfig": "rllib_privacy.algorithms.count_exploration",
     "ExplorationDQN": "rllib_privacy.algorithms.count_exploration",
@@ -92,6 +94,8 @@ __all__ = [
     "KickstartPPOConfig",
     "PATEPPO",
     "PATEPPOConfig",
+    "PipelinedPPO",
+    "PipelinedPPOConfig",
     "ExplorationPPO",
     "ExplorationPPOConfig",
     "ExplorationDQN",
@@ -178,6 +182,7 @@ if TYPE_CHECKING:  # Static type checkers and IDEs see the real names.
     from rllib_privacy.algorithms.ldp_a3c import LDPA3C, LDPA3CConfig, LDPA3CEnvRunner
     from rllib_privacy.algorithms.ldp_ppo import LDPPPO, LDPPPOConfig
     from rllib_privacy.algorithms.pate_ppo import PATEPPO, PATEPPOConfig
+    from rllib_privacy.algorithms.pipelined_ppo import PipelinedPPO, PipelinedPPOConfig
     from rllib_privacy.callbacks import ILMMetricsCallback, PATELabelingCallback
     from rllib_privacy.connectors import (
         AddCountBonusToRewards,

@@ -28,6 +28,7 @@ from rllib_privacy.algorithms.kickstart_ppo import KickstartPPOConfig
 from rllib_privacy.algorithms.ldp_a3c import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_ppo import LDPPPOConfig
 from rllib_privacy.algorithms.pate_ppo import PATEPPOConfig
+from rllib_privacy.algorithms.pipelined_ppo import PipelinedPPOConfig
 
 pytestmark = pytest.mark.ray
 
@@ -94,6 +95,12 @@ def _pate_ppo(teachers: list[str]) -> Any:
     return _config(PATEPPOConfig(), "rllib_privacy/CartPoleGravity-v0", {**TINY_PPO, **pate})
 
 
+def _pipelined_ppo(teachers: list[str]) -> Any:
+    # Pipelining needs a remote EnvRunner: a request is in flight when the checkpoint is taken.
+    settings = {**TINY_PPO, "num_env_runners": 1}
+    return _config(PipelinedPPOConfig(), CARTPOLE, settings)
+
+
 def _exploration_ppo(teachers: list[str]) -> Any:
     return _config(ExplorationPPOConfig(), CARTPOLE, {**TINY_PPO, **COUNTS})
 
@@ -134,6 +141,7 @@ CASES: dict[str, Case] = {
         _pate_ppo,
         lambda algo: ray.get(algo._labeler.metrics.remote())["epsilon_data_independent"],
     ),
+    "PipelinedPPO": Case(_pipelined_ppo, None),
     "ExplorationPPO": Case(_exploration_ppo, None),
     "ExplorationDQN": Case(_exploration_dqn, None),
 }

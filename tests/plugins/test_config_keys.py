@@ -32,6 +32,7 @@ from rllib_privacy.algorithms.kickstart_ppo.kickstart_ppo import KickstartPPOCon
 from rllib_privacy.algorithms.ldp_a3c.ldp_a3c_config import LDPA3CConfig
 from rllib_privacy.algorithms.ldp_ppo.ldp_ppo import LDPPPOConfig
 from rllib_privacy.algorithms.pate_ppo.pate_ppo import PATEPPOConfig
+from rllib_privacy.algorithms.pipelined_ppo import PipelinedPPOConfig
 from rllib_privacy.errors import ExperimentFileError, PrivacyConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,7 @@ CONFIG_CLASSES = (
     LDPPPOConfig,
     KickstartPPOConfig,
     PATEPPOConfig,
+    PipelinedPPOConfig,
     ExplorationPPOConfig,
     ExplorationDQNConfig,
 )

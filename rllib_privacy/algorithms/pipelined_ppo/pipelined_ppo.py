@@ -18,6 +18,8 @@ RLlib's PPO step unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -41,7 +43,6 @@ from ray.rllib.utils.metrics import (
     NUM_MODULE_STEPS_TRAINED_LIFETIME,
     SYNCH_WORKER_WEIGHTS_TIMER,
     TIMERS,
-    WEIGHTS_SEQ_NO,
 )
 from typing_extensions import Self
 
@@ -50,8 +51,8 @@ from rllib_privacy.errors import PrivacyConfigError
 
 #: The tag of the sample requests in flight (RLlib's actor manager counts requests per tag).
 SAMPLE_TAG = "pipelined_ppo_sample"
-#: Seconds between checks for a finished sample request while a batch is collected.
-POLL_INTERVAL_S = 0.005
+#: The tag RLlib's EnvRunnerGroup gives its (asynchronous) ``set_state`` broadcasts.
+SET_STATE_TAG = "set_state"
 #: Result key: 1.0 when this iteration's update ran while the runners sampled the next batch.
 PIPELINED_METRIC = "pipelined"
 
@@ -115,7 +116,8 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
         # Algorithm.step's own connector sync asks every runner for its states and waits,
         # which would queue behind the sample request in flight: with pipeline_sampling the
         # training step syncs them itself (RLlib's IMPALA config sets the same flag).
-        if self._dont_auto_sync_env_runner_states != self.pipeline_sampling:
+        # (Compared first: a frozen config that validates again must not be written to.)
+        if getattr(self, "_dont_auto_sync_env_runner_states", None) != self.pipeline_sampling:
             self._dont_auto_sync_env_runner_states = self.pipeline_sampling
 
     def validate_pipeline_settings(self) -> None:
@@ -181,24 +183,37 @@ class PipelinedPPO(PPO):
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             # As PPO: the learner results' keys name the modules that were updated.
             modules = set(learner_results[0].keys()) - {ALL_MODULES}
-            weights = self.learner_group.get_state(
-                components=[f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{m}" for m in modules],
-                inference_only=True,
-            )[COMPONENT_LEARNER]
+            # RLlib keeps one set_state per runner in flight and drops a new one while the
+            # last is unacknowledged: wait for the previous broadcast, which each runner ran
+            # right after the batch collected above (a runner left with old weights would
+            # mix two policies into one batch).
+            self.env_runner_group.fetch_ready_async_reqs(
+                tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
+            )
             # Weights and merged connector states go out without waiting: each runner
             # applies them after the sample it is running, before the next one.
             self.env_runner_group.sync_env_runner_states(
                 config=self.config,
                 connector_states=connector_states,
-                rl_module_state={
-                    k: v for k, v in weights.items() if k in (COMPONENT_RL_MODULE, WEIGHTS_SEQ_NO)
-                },
+                rl_module_state=self._runner_weights(modules),
                 env_steps_sampled=self.metrics.peek(
                     (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
                 ),
                 env_to_module=self.env_to_module_connector,
                 module_to_env=self.module_to_env_connector,
             )
+
+    def _runner_weights(self, modules: Collection[str] | None = None) -> dict[str, Any]:
+        """The learner's inference-only weights as a runner state, applied unconditionally.
+
+        Without a ``weights_seq_no`` a runner applies them whatever number it last saw: after
+        a restore the learner's number is lower than the runners' and RLlib's numbered
+        broadcast would be ignored.
+        """
+        prefix = f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}"
+        components = [prefix] if modules is None else [f"{prefix}/{m}" for m in modules]
+        state = self.learner_group.get_state(components=components, inference_only=True)
+        return {COMPONENT_RL_MODULE: state[COMPONENT_LEARNER][COMPONENT_RL_MODULE]}
 
     def _request_samples(self) -> None:
         """Ask every healthy runner without a request in flight for one ``sample()``."""
@@ -207,8 +222,9 @@ class PipelinedPPO(PPO):
     def _collect_batch(self) -> tuple[list[Any], list[dict[str, Any]], list[dict[str, Any]]]:
         """Wait for the requests in flight, asking again until a full batch has come back.
 
-        A runner whose batch has arrived is asked for its next one at once, not when the
-        slowest runner is done: its next batch starts while the others finish.
+        The requests in flight were all sent after the same weights broadcast, so the batch
+        comes from one policy. Only when they fall short of a full batch (a runner failed)
+        are more requests sent, and those run with the newer weights already broadcast.
 
         Returns:
             The episodes, the runners' connector states and their metrics; all empty when
@@ -225,31 +241,58 @@ class PipelinedPPO(PPO):
                 self._request_samples()
                 if not group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
                     break  # no healthy runner to ask
-            # RLlib's fetch waits for every request in flight or the timeout: a short
-            # timeout returns each runner's batch soon after it is ready.
-            for runner_id, (sampled, state, metrics) in group.fetch_ready_async_reqs(
-                tags=SAMPLE_TAG, timeout_seconds=POLL_INTERVAL_S
+            for _, (sampled, state, metrics) in group.fetch_ready_async_reqs(
+                tags=SAMPLE_TAG, timeout_seconds=self.config.sample_timeout_s
             ):
-                group.foreach_env_runner_async(
-                    sample_with_states, tag=SAMPLE_TAG, remote_worker_ids=[runner_id]
-                )
                 episodes.extend(sampled)
                 states.append(state)
                 runner_metrics.append(metrics)
                 steps += sum(episode.env_steps() for episode in sampled)
         return episodes, states, runner_metrics
 
-    def _drop_samples_in_flight(self) -> None:
-        """Wait for and discard the requests in flight (sampled with weights now replaced)."""
+    def _settle_runners(self) -> None:
+        """Discard the batches in flight and wait for the last weights broadcast to land.
+
+        Before a restore: the batches were sampled with weights the restore replaces, and a
+        broadcast still unacknowledged would make RLlib drop the restore's own.
+        """
         group = getattr(self, "env_runner_group", None)
-        while group is not None and group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
+        if group is None:
+            return
+        while group.num_in_flight_async_reqs(tag=SAMPLE_TAG):
             if not group.fetch_ready_async_reqs(
                 tags=SAMPLE_TAG, timeout_seconds=self.config.sample_timeout_s
             ):
                 break  # a runner that does not answer within the timeout is RLlib's to restart
+        group.fetch_ready_async_reqs(
+            tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
+        )
+
+    @override(Algorithm)
+    def restore_from_path(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
+        """Restores from a checkpoint; no batch sampled before the restore is trained on."""
+        self._settle_runners()
+        super().restore_from_path(path, *args, **kwargs)
+        self._push_weights_now()
 
     @override(Algorithm)
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores RLlib's state; a batch in flight from the old weights is discarded."""
-        self._drop_samples_in_flight()
+        """Restores RLlib's state; no batch sampled before the restore is trained on."""
+        self._settle_runners()
         super().set_state(state)
+        self._push_weights_now()
+
+    def _push_weights_now(self) -> None:
+        """Give every runner the learner's weights and wait until each has them."""
+        group = getattr(self, "env_runner_group", None)
+        if group is None or not group.num_remote_env_runners():
+            return
+        group.fetch_ready_async_reqs(
+            tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
+        )
+        state = self._runner_weights()
+        group.foreach_env_runner(
+            lambda runner: runner.set_state(state),
+            local_env_runner=False,
+            timeout_seconds=self.config.sample_timeout_s,
+        )
