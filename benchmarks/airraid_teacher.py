@@ -111,7 +111,9 @@ def window_means(curve: list[tuple[float, float]], window: float) -> list[tuple[
     return out
 
 
-def plot(curve: list[tuple[float, float]], random_mean: float, path: Path) -> None:
+def plot(
+    curve: list[tuple[float, float]], random_mean: float, path: Path, trainable: str = "PPO"
+) -> None:
     """The teacher's per-iteration return with a running mean, and random play."""
     import matplotlib
 
@@ -127,7 +129,7 @@ def plot(curve: list[tuple[float, float]], random_mean: float, path: Path) -> No
     ax.axhline(random_mean, color="tab:gray", ls="--", label="uniformly random policy")
     ax.set_xlabel("env steps (millions)")
     ax.set_ylabel("episode return")
-    ax.set_title("AirRaid-ram teacher, PPO (64, 64): one seed")
+    ax.set_title(f"AirRaid-ram teacher, {trainable} (64, 64): one seed")
     ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     PLOT.parent.mkdir(parents=True, exist_ok=True)
     plot_path = PLOT if args.write_results else args.experiment / PLOT.name
-    plot(curve, random_mean, plot_path)
+    plot(curve, random_mean, plot_path, trainable_of(args.experiment))
     text = "\n".join(
         [
             "## AirRaid-ram teacher (`benchmarks/airraid_teacher.py`)",

@@ -149,7 +149,8 @@ def test_each_batch_is_sampled_by_the_weights_from_before_the_previous_update(
         algo.stop()
     assert all(result[PIPELINED_METRIC] == 1.0 for result in results)
     steps = [result["num_env_steps_sampled_lifetime"] for result in results]
-    assert all(b - a >= SMALL["train_batch_size_per_learner"] for a, b in zip(steps, steps[1:]))
+    gains = [b - a for a, b in zip(steps, steps[1:], strict=False)]
+    assert all(gain >= SMALL["train_batch_size_per_learner"] for gain in gains), gains
 
 
 @pytest.mark.ray
