@@ -1,0 +1,44 @@
+"""benchmarks/airraid_teacher.py: what it reads from a teacher's Tune folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.e2e.benchmark_modules import benchmark_fixture
+
+bench = benchmark_fixture("airraid_teacher")
+
+
+def _experiment(tmp_path: Path, trial: str, returns: list[float | None]) -> Path:
+    folder = tmp_path / "kickstart-teacher-airraid" / trial
+    folder.mkdir(parents=True)
+    rows = [
+        {
+            "num_env_steps_sampled_lifetime": 4000.0 * (i + 1),
+            "env_runners": {} if value is None else {"episode_return_mean": value},
+        }
+        for i, value in enumerate(returns)
+    ]
+    (folder / "result.json").write_text("\n".join(json.dumps(row) for row in rows))
+    return folder.parent
+
+
+@pytest.mark.parametrize("trainable", ["PipelinedPPO", "PPO"])
+def test_the_table_names_the_algorithm_that_trained_the_teacher(
+    bench: ModuleType, tmp_path: Path, trainable: str
+) -> None:
+    trial = f"{trainable}_rllib_privacy_ALE_AirRaid-ram-v5_c5041_00000_0_2026-11-28_12-25-17"
+    assert bench.trainable_of(_experiment(tmp_path, trial, [1.0])) == trainable
+
+
+def test_iterations_without_an_ended_episode_carry_no_return(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    experiment = _experiment(tmp_path, "PPO_x", [100.0, None, float("nan"), 300.0])
+    curve, last = bench.read_curve(experiment)
+    assert curve == [(4000.0, 100.0), (16000.0, 300.0)]
+    assert last["num_env_steps_sampled_lifetime"] == 16000.0
