@@ -111,6 +111,17 @@ def window_means(curve: list[tuple[float, float]], window: float) -> list[tuple[
     return out
 
 
+def first_reaching(
+    curve: list[tuple[float, float]], level: float, iterations: int = 20
+) -> float | None:
+    """Env steps at which the mean of the last ``iterations`` returns first reached ``level``."""
+    returns = [ret for _, ret in curve]
+    for index, (steps, _) in enumerate(curve):
+        if statistics.mean(returns[max(0, index - iterations + 1) : index + 1]) >= level:
+            return steps
+    return None
+
+
 def plot(
     curve: list[tuple[float, float]], random_mean: float, path: Path, trainable: str = "PPO"
 ) -> None:
@@ -143,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-episodes", type=positive_int, default=64)
     parser.add_argument("--window", type=float, default=250_000, help="env steps per row")
     parser.add_argument("--final-window", type=float, default=200_000)
+    parser.add_argument(
+        "--takeoff",
+        type=float,
+        default=1500.0,
+        help="report when the mean of 20 iterations' returns first reached this",
+    )
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
@@ -157,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     random_mean = statistics.mean(random_returns)
     final_from = curve[-1][0] - args.final_window
     final = statistics.mean(r for s, r in curve if s > final_from)
+    takeoff = first_reaching(curve, args.takeoff)
     rows = [
         [f"{end:,.0f}", f"{mean:,.0f}", f"{mean / random_mean:.2f}×", str(count)]
         for end, mean, count in window_means(curve, args.window)
@@ -185,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{last['num_env_steps_sampled_lifetime']:,.0f} env steps in "
             f"{format_duration(float(last['time_total_s']))} of training "
             f"({last['num_env_steps_sampled_lifetime'] / last['time_total_s']:,.0f} env steps/s).",
+            f"- Take-off: the mean of 20 iterations' returns first reached {args.takeoff:,.0f} "
+            + ("never." if takeoff is None else f"after {takeoff:,.0f} env steps."),
             f"- Random play, same run: {len(random_returns)} episodes, mean "
             f"{random_mean:,.0f} (sd {statistics.stdev(random_returns):,.0f}); load "
             f"{load_before:.2f} → {load_average():.2f}.",

@@ -55,10 +55,9 @@ RESULTS = ResultsSection("atari_throughput")
 DEFAULT_CONFIG = "tuned_configs/kickstart_teacher_airraid.yaml"
 #: What was tried on the way to the shipped settings (``--variant`` adds more).
 STANDARD_VARIANTS: dict[str, dict[str, Any]] = {
-    "shipped YAML (PipelinedPPO)": {},
-    "shipped YAML, RLlib's PPO step (pipeline_sampling: false)": {"pipeline_sampling": False},
-    "RLlib defaults: PPO's step, 1 EnvRunner x 4 envs, sync vector env, minibatch 500": {
-        "pipeline_sampling": False,
+    "shipped YAML": {},
+    "shipped YAML, run: PipelinedPPO": {"run": "PipelinedPPO"},
+    "RLlib defaults: 1 EnvRunner x 4 envs, sync vector env, minibatch 500": {
         "num_env_runners": 1,
         "num_cpus_per_env_runner": 1,
         "num_envs_per_env_runner": 4,
@@ -109,9 +108,16 @@ def emulator_rate(env_id: str, env_config: dict[str, Any], seconds: float) -> fl
 def training_rate(
     config_file: Path, overrides: dict[str, Any], steps: int, warmup: int
 ) -> dict[str, Any]:
-    """Train the YAML with ``overrides`` for ``steps`` env steps; its steady env steps/s."""
+    """Train the YAML with ``overrides`` for ``steps`` env steps; its steady env steps/s.
+
+    An override ``"run"`` names another algorithm: the YAML is copied with that ``run:``.
+    """
+    overrides = dict(overrides)
+    run = overrides.pop("run", None)
     load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="atari_throughput_") as storage:
+        if run is not None:
+            config_file = with_run(config_file, str(run), Path(storage))
         command = [
             "rllib",
             "train",
@@ -162,6 +168,18 @@ def training_rate(
         "load_before": load_before,
         "load_after": load_average(),
     }
+
+
+def with_run(config_file: Path, run: str, folder: Path) -> Path:
+    """A copy of the experiment file in ``folder`` whose experiments all have ``run: run``."""
+    import yaml
+
+    experiments = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    for experiment in experiments.values():
+        experiment["run"] = run
+    copy = folder / config_file.name
+    copy.write_text(yaml.safe_dump(experiments, sort_keys=False), encoding="utf-8")
+    return copy
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
@@ -253,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME=JSON",
-        help="config overrides to measure besides the standard variants",
+        help='config overrides to measure besides the standard variants ("run" names another '
+        "algorithm)",
     )
     parser.add_argument("--only-shipped", action="store_true", help="measure the YAML alone")
     parser.add_argument("--write-results", action="store_true", help="update RESULTS.md")

@@ -42,3 +42,10 @@ def test_iterations_without_an_ended_episode_carry_no_return(
     curve, last = bench.read_curve(experiment)
     assert curve == [(4000.0, 100.0), (16000.0, 300.0)]
     assert last["num_env_steps_sampled_lifetime"] == 16000.0
+
+
+def test_take_off_is_when_the_running_mean_first_reaches_the_level(bench: ModuleType) -> None:
+    curve = [(1000.0 * i, value) for i, value in enumerate([0, 0, 30, 30, 30, 0, 60])]
+    assert bench.first_reaching(curve, 20.0, iterations=3) == 3000.0  # mean(0, 30, 30)
+    assert bench.first_reaching(curve, 30.0, iterations=3) == 4000.0
+    assert bench.first_reaching(curve, 50.0, iterations=3) is None

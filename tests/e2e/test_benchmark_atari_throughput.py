@@ -77,6 +77,27 @@ def test_rate_skips_the_warmup_iterations(
     assert result["learner_s"] == pytest.approx(0.25)
 
 
+def test_a_run_override_trains_a_copy_of_the_yaml_with_that_algorithm(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yaml_file = tmp_path / "teacher.yaml"
+    yaml_file.write_text("exp:\n  run: PPO\n  env: CartPole-v1\n  config:\n    lr: 0.001\n")
+    seen: dict[str, Any] = {}
+    fake = _fake_run(tmp_path, [_row(4000 * (i + 1), 10.0 + i) for i in range(4)])
+
+    def run(command: list[str], **kwargs: Any) -> Any:
+        path = Path(command[command.index("-f") + 1])
+        seen["file"], seen["text"] = path, path.read_text()
+        seen["config"] = json.loads(command[command.index("--config") + 1])
+        return fake(command, **kwargs)
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    bench.training_rate(yaml_file, {"run": "PipelinedPPO", "lr": 0.01}, 16000, warmup=1)
+    assert seen["file"] != yaml_file and "run: PipelinedPPO" in seen["text"]
+    assert "lr: 0.001" in seen["text"] and seen["config"] == {"lr": 0.01}
+    assert "run: PPO" in yaml_file.read_text()  # the shipped file is untouched
+
+
 def test_a_failed_or_short_run_is_an_error(
     bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
