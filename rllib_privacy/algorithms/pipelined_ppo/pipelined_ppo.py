@@ -270,10 +270,13 @@ class PipelinedPPO(PPO):
 
     @override(Algorithm)
     def restore_from_path(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
-        """Restores from a checkpoint; no batch sampled before the restore is trained on."""
+        """Restores from a checkpoint; no batch sampled before the restore is trained on.
+
+        RLlib restores the learner first and then calls ``set_state``, which gives the
+        runners the restored weights.
+        """
         self._settle_runners()
         super().restore_from_path(path, *args, **kwargs)
-        self._push_weights_now()
 
     @override(Algorithm)
     def set_state(self, state: dict[str, Any]) -> None:
