@@ -12,8 +12,9 @@ against the behaviour policy's log-probabilities stored with each sample (not ag
 learner's weights before the update), so the clipped objective stays the one of Schulman et
 al. (2017), measured from the policy that acted; APPO (Espeholt et al. 2018's IMPALA with
 PPO's clip) is RLlib's answer for lags of many updates, with V-trace and a target network,
-which this algorithm does not need for a lag of one. ``pipeline_sampling: false`` gives
-RLlib's PPO step unchanged.
+neither of which this algorithm uses. The lag is not free: on AirRaid RAM it needed 2.0-2.8×
+the env steps of RLlib's PPO step to learn (docs/components/pipelined-ppo.md, "Learning").
+``pipeline_sampling: false`` gives RLlib's PPO step unchanged.
 """
 
 from __future__ import annotations
