@@ -184,13 +184,8 @@ class PipelinedPPO(PPO):
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             # As PPO: the learner results' keys name the modules that were updated.
             modules = set(learner_results[0].keys()) - {ALL_MODULES}
-            # RLlib keeps one set_state per runner in flight and drops a new one while the
-            # last is unacknowledged: wait for the previous broadcast, which each runner ran
-            # right after the batch collected above (a runner left with old weights would
-            # mix two policies into one batch).
-            self.env_runner_group.fetch_ready_async_reqs(
-                tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
-            )
+            # Each runner ran the previous broadcast right after the batch collected above.
+            self._await_last_broadcast()
             # Weights and merged connector states go out without waiting: each runner
             # applies them after the sample it is running, before the next one.
             self.env_runner_group.sync_env_runner_states(
@@ -265,7 +260,15 @@ class PipelinedPPO(PPO):
                 tags=SAMPLE_TAG, timeout_seconds=self.config.sample_timeout_s
             ):
                 break  # a runner that does not answer within the timeout is RLlib's to restart
-        group.fetch_ready_async_reqs(
+        self._await_last_broadcast()
+
+    def _await_last_broadcast(self) -> None:
+        """Wait until every runner has acknowledged the last ``set_state`` broadcast.
+
+        RLlib keeps one ``set_state`` per runner in flight and drops a new one while the last
+        is unacknowledged: a runner left with old weights would mix two policies into a batch.
+        """
+        self.env_runner_group.fetch_ready_async_reqs(
             tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
         )
 
@@ -291,9 +294,8 @@ class PipelinedPPO(PPO):
         group = getattr(self, "env_runner_group", None)
         if group is None or not group.num_remote_env_runners():
             return
-        group.fetch_ready_async_reqs(
-            tags=SET_STATE_TAG, timeout_seconds=self.config.sample_timeout_s
-        )
+        # A direct call, not RLlib's tagged broadcast: nothing can drop it, and each runner
+        # runs it after any set_state already queued there.
         state = self._runner_weights()
         group.foreach_env_runner(
             lambda runner: runner.set_state(state),
