@@ -32,6 +32,7 @@ from ray.rllib.core import (
     COMPONENT_MODULE_TO_ENV_CONNECTOR,
     COMPONENT_RL_MODULE,
 )
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
@@ -85,13 +86,19 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
         algo = config.build_algo()
     """
 
-    CONFIG_GROUPS = {"pipeline": ("pipeline_sampling",)}
+    CONFIG_GROUPS = {"pipeline": ("pipeline_sampling", "decoupled_objective")}
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or PipelinedPPO)
         self.pipeline_sampling = True
+        self.decoupled_objective = False
 
-    def pipeline(self, *, pipeline_sampling: bool = NotProvided) -> Self:
+    def pipeline(
+        self,
+        *,
+        pipeline_sampling: bool = NotProvided,
+        decoupled_objective: bool = NotProvided,
+    ) -> Self:
         """Sets whether the runners sample the next batch while the learner updates.
 
         User guide: docs/components/pipelined-ppo.md.
@@ -101,6 +108,12 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
                 previous update (one update of policy lag), and needs remote EnvRunners
                 (``num_env_runners`` >= 1). ``False``: RLlib's PPO step (sample, then
                 update).
+            decoupled_objective: ``True``: PPO's clip is centred on the learner's policy at
+                the start of each update, and each sample's advantage is weighted by that
+                policy's probability of the action over the sampling policy's (the
+                decoupled objective of Hilton, Cobbe & Schulman 2021). ``False``: PPO's
+                loss, clipped around the policy that sampled the batch. Without lag
+                (``pipeline_sampling: false``) both give the same objective.
 
         Returns:
             This updated config.
@@ -108,6 +121,15 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
         """
         self.set_provided(locals())
         return self
+
+    @override(PPOConfig)
+    def get_default_learner_class(self) -> type[Learner]:
+        """PPO's torch learner, which adds the decoupled objective's piece when asked."""
+        from rllib_privacy.algorithms.pipelined_ppo.torch.pipelined_ppo_torch_learner import (
+            PipelinedPPOTorchLearner,
+        )
+
+        return PipelinedPPOTorchLearner
 
     @override(PPOConfig)
     def validate(self) -> None:
@@ -127,6 +149,11 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
             raise PrivacyConfigError(
                 f"config key 'pipeline_sampling' must be true or false, "
                 f"got {self.pipeline_sampling!r}"
+            )
+        if not isinstance(self.decoupled_objective, bool):
+            raise PrivacyConfigError(
+                f"config key 'decoupled_objective' must be true or false, "
+                f"got {self.decoupled_objective!r}"
             )
         # The evaluation config (in_evaluation) never trains, so it needs no runners.
         if self.pipeline_sampling and not self.in_evaluation and self.num_env_runners < 1:

@@ -1,0 +1,1 @@
+"""Torch learner of PipelinedPPO."""
