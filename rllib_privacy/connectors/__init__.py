@@ -12,9 +12,11 @@ from rllib_privacy.connectors.pate_labels import (
     PATE_LABELS,
     AddPATELabelsToBatch,
 )
+from rllib_privacy.connectors.proximal_policy import AddProximalPolicyToBatch
 
 __all__ = [
     "AddPATELabelsToBatch",
+    "AddProximalPolicyToBatch",
     "AddCountBonusToRewards",
     "AddTeacherAnswersToBatch",
     "PATE_LABELS",

@@ -20,6 +20,11 @@ from ray.rllib.core.columns import Columns
 
 from rllib_privacy.algorithms.pipelined_ppo import PipelinedPPO, PipelinedPPOConfig
 from rllib_privacy.algorithms.pipelined_ppo.pipelined_ppo import PIPELINED_METRIC
+from rllib_privacy.connectors.proximal_policy import (
+    BEHAVIOUR_WEIGHT_MAX,
+    BEHAVIOUR_WEIGHT_MEAN,
+    AddProximalPolicyToBatch,
+)
 from rllib_privacy.errors import PrivacyConfigError
 
 #: Small iterations on CartPole: two remote runners, 128 env steps, two minibatches, two
@@ -99,6 +104,15 @@ class _RecordingPPO(PipelinedPPO):
 def test_pipeline_sampling_must_be_a_bool(value: Any) -> None:
     config = _configure(PipelinedPPOConfig(), pipeline_sampling=value)
     with pytest.raises(PrivacyConfigError, match="'pipeline_sampling' must be true or false"):
+        config.validate()
+
+
+@pytest.mark.parametrize("value", ["true", 1, None])
+def test_decoupled_objective_must_be_a_bool(value: Any) -> None:
+    config = _configure(PipelinedPPOConfig(), pipeline_decoupled_objective=value)
+    with pytest.raises(
+        PrivacyConfigError, match="'pipeline_decoupled_objective' must be true or false"
+    ):
         config.validate()
 
 
@@ -187,3 +201,46 @@ def test_without_pipelining_it_is_rllibs_ppo_step(ray_session: Any) -> None:
     off = train_twice(_configure(PipelinedPPOConfig(), pipeline_sampling=False))
     for key, tensor in plain.items():
         torch.testing.assert_close(off[key], tensor, rtol=0, atol=0, msg=key)
+
+
+def _pipeline_pieces(algo: Any) -> list[str]:
+    return [type(piece).__name__ for piece in algo.learner_group._learner._learner_connector]
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_the_decoupled_objective_weights_samples_only_when_there_is_lag(
+    ray_session: Any, pipelined: bool
+) -> None:
+    config = _configure(
+        PipelinedPPOConfig(), pipeline_sampling=pipelined, pipeline_decoupled_objective=True
+    )
+    algo = config.build_algo()
+    try:
+        pieces = _pipeline_pieces(algo)
+        # Last, after PPO's GAE piece: it reads the advantages GAE writes.
+        assert pieces[-2:] == ["GeneralAdvantageEstimation", AddProximalPolicyToBatch.__name__]
+        learner = [algo.train()["learners"][DEFAULT_MODULE_ID] for _ in range(3)]
+    finally:
+        algo.stop()
+    largest = [result[BEHAVIOUR_WEIGHT_MAX] for result in learner]
+    means = [result[BEHAVIOUR_WEIGHT_MEAN] for result in learner]
+    # The first batch was sampled by the initial weights, the learner's at its first update.
+    assert largest[0] == pytest.approx(1.0, abs=1e-4)
+    if pipelined:
+        # Later batches come from one update back: the learner's policy has moved since.
+        assert max(largest[1:]) > 1.0 + 1e-3, largest
+        assert all(0.5 < mean < 2.0 for mean in means), means
+    else:
+        # Sampled by the very weights the update starts from: w = 1, PPO's objective.
+        assert all(value == pytest.approx(1.0, abs=1e-4) for value in largest), largest
+
+
+@pytest.mark.ray
+def test_without_the_key_the_learner_pipeline_is_ppos(ray_session: Any) -> None:
+    algo = _configure(PipelinedPPOConfig()).build_algo()
+    try:
+        assert AddProximalPolicyToBatch.__name__ not in _pipeline_pieces(algo)
+        assert _pipeline_pieces(algo)[-1] == "GeneralAdvantageEstimation"
+    finally:
+        algo.stop()

@@ -86,18 +86,18 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
         algo = config.build_algo()
     """
 
-    CONFIG_GROUPS = {"pipeline": ("pipeline_sampling", "decoupled_objective")}
+    CONFIG_GROUPS = {"pipeline": ("pipeline_sampling", "pipeline_decoupled_objective")}
 
     def __init__(self, algo_class: type[Algorithm] | None = None) -> None:
         super().__init__(algo_class=algo_class or PipelinedPPO)
         self.pipeline_sampling = True
-        self.decoupled_objective = False
+        self.pipeline_decoupled_objective = False
 
     def pipeline(
         self,
         *,
         pipeline_sampling: bool = NotProvided,
-        decoupled_objective: bool = NotProvided,
+        pipeline_decoupled_objective: bool = NotProvided,
     ) -> Self:
         """Sets whether the runners sample the next batch while the learner updates.
 
@@ -108,7 +108,7 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
                 previous update (one update of policy lag), and needs remote EnvRunners
                 (``num_env_runners`` >= 1). ``False``: RLlib's PPO step (sample, then
                 update).
-            decoupled_objective: ``True``: PPO's clip is centred on the learner's policy at
+            pipeline_decoupled_objective: ``True``: PPO's clip is centred on the learner's policy at
                 the start of each update, and each sample's advantage is weighted by that
                 policy's probability of the action over the sampling policy's (the
                 decoupled objective of Hilton, Cobbe & Schulman 2021). ``False``: PPO's
@@ -150,10 +150,10 @@ class PipelinedPPOConfig(GroupedConfigMixin, PPOConfig):
                 f"config key 'pipeline_sampling' must be true or false, "
                 f"got {self.pipeline_sampling!r}"
             )
-        if not isinstance(self.decoupled_objective, bool):
+        if not isinstance(self.pipeline_decoupled_objective, bool):
             raise PrivacyConfigError(
-                f"config key 'decoupled_objective' must be true or false, "
-                f"got {self.decoupled_objective!r}"
+                f"config key 'pipeline_decoupled_objective' must be true or false, "
+                f"got {self.pipeline_decoupled_objective!r}"
             )
         # The evaluation config (in_evaluation) never trains, so it needs no runners.
         if self.pipeline_sampling and not self.in_evaluation and self.num_env_runners < 1:

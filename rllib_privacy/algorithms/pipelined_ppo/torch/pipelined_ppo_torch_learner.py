@@ -1,4 +1,4 @@
-"""PPO's torch learner, with the decoupled objective when ``decoupled_objective`` is set."""
+"""PPO's torch learner, with the decoupled objective when the config asks for it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rllib_privacy.connectors.proximal_policy import AddProximalPolicyToBatch
 class PipelinedPPOTorchLearner(PPOTorchLearner):
     """PPOTorchLearner whose pipeline can end with ``AddProximalPolicyToBatch``.
 
-    User guide: docs/components/pipelined-ppo.md. With ``decoupled_objective: true`` PPO's
+    User guide: docs/components/pipelined-ppo.md. With ``pipeline_decoupled_objective: true`` PPO's
     clip is centred on the learner's policy at the start of each update rather than on the
     (one update older) policy that sampled the batch, and every sample is weighted by the
     ratio of the two (Hilton, Cobbe & Schulman 2021). The loss itself is PPO's.
@@ -22,5 +22,5 @@ class PipelinedPPOTorchLearner(PPOTorchLearner):
     def build(self) -> None:
         """Builds PPO's learner; appends the proximal-policy piece after PPO's GAE piece."""
         super().build()
-        if self._learner_connector is not None and self.config.decoupled_objective:
+        if self._learner_connector is not None and self.config.pipeline_decoupled_objective:
             self._learner_connector.append(AddProximalPolicyToBatch())
