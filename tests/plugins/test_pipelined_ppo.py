@@ -208,14 +208,10 @@ def _pipeline_pieces(algo: Any) -> list[str]:
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("pipelined", [True, False])
-def test_the_decoupled_objective_weights_samples_only_when_there_is_lag(
-    ray_session: Any, pipelined: bool
+def test_the_decoupled_objective_weights_samples_by_the_learners_over_the_sampling_policy(
+    ray_session: Any,
 ) -> None:
-    config = _configure(
-        PipelinedPPOConfig(), pipeline_sampling=pipelined, pipeline_decoupled_objective=True
-    )
-    algo = config.build_algo()
+    algo = _configure(PipelinedPPOConfig()).build_algo()  # the objective is on by default
     try:
         pieces = _pipeline_pieces(algo)
         # Last, after PPO's GAE piece: it reads the advantages GAE writes.
@@ -225,22 +221,28 @@ def test_the_decoupled_objective_weights_samples_only_when_there_is_lag(
         algo.stop()
     largest = [result[BEHAVIOUR_WEIGHT_MAX] for result in learner]
     means = [result[BEHAVIOUR_WEIGHT_MEAN] for result in learner]
-    # The first batch was sampled by the initial weights, the learner's at its first update.
+    # The first batch was sampled by the initial weights, the learner's at its first update:
+    # w = 1 there checks that π_prox is the learner's policy before the update.
     assert largest[0] == pytest.approx(1.0, abs=1e-4)
-    if pipelined:
-        # Later batches come from one update back: the learner's policy has moved since.
-        assert max(largest[1:]) > 1.0 + 1e-3, largest
-        assert all(0.5 < mean < 2.0 for mean in means), means
-    else:
-        # Sampled by the very weights the update starts from: w = 1, PPO's objective.
-        assert all(value == pytest.approx(1.0, abs=1e-4) for value in largest), largest
+    # Later batches come from one update back: the learner's policy has moved since.
+    assert max(largest[1:]) > 1.0 + 1e-3, largest
+    assert all(0.5 < mean < 2.0 for mean in means), means
 
 
 @pytest.mark.ray
-def test_without_the_key_the_learner_pipeline_is_ppos(ray_session: Any) -> None:
-    algo = _configure(PipelinedPPOConfig()).build_algo()
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"pipeline_sampling": False},  # no lag: the two objectives are one
+        {"pipeline_decoupled_objective": False},
+    ],
+)
+def test_the_learner_pipeline_is_ppos_without_lag_or_without_the_key(
+    ray_session: Any, settings: dict[str, bool]
+) -> None:
+    algo = _configure(PipelinedPPOConfig(), **settings).build_algo()
     try:
-        assert AddProximalPolicyToBatch.__name__ not in _pipeline_pieces(algo)
         assert _pipeline_pieces(algo)[-1] == "GeneralAdvantageEstimation"
+        assert AddProximalPolicyToBatch.__name__ not in _pipeline_pieces(algo)
     finally:
         algo.stop()
