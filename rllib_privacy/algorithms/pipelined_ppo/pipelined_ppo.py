@@ -7,13 +7,15 @@ on two cores, about a third of every iteration). PipelinedPPO asks the runners f
 batch before it updates on the current one, so the two run at once.
 
 The price is one update of policy lag: the batch an update trains on was sampled with the
-weights from before the previous update. PPO's loss already takes its probability ratio
-against the behaviour policy's log-probabilities stored with each sample (not against the
-learner's weights before the update), so the clipped objective stays the one of Schulman et
-al. (2017), measured from the policy that acted; APPO (Espeholt et al. 2018's IMPALA with
-PPO's clip) is RLlib's answer for lags of many updates, with V-trace and a target network,
-neither of which this algorithm uses. The lag is not free: on AirRaid RAM it needed 2.0-2.8×
-the env steps of RLlib's PPO step to learn (docs/components/pipelined-ppo.md, "Learning").
+weights from before the previous update. PPO's clipped objective (Schulman et al. 2017) would
+clip around that older policy, which on AirRaid RAM cost 2.0-2.8× the env steps to learn. By
+default (``pipeline_decoupled_objective``) the learner trains the decoupled objective of
+Hilton, Cobbe & Schulman (2021) instead: the clip is centred on the learner's policy at the
+start of the update and each sample is weighted by that policy's probability over the acting
+one's (``rllib_privacy.connectors.proximal_policy``); with it AirRaid learned as fast in env
+steps as with RLlib's PPO step (docs/components/pipelined-ppo.md, "Learning on AirRaid").
+APPO (Espeholt et al. 2018's IMPALA with PPO's clip) is RLlib's answer for lags of many
+updates, with V-trace and a target network, neither of which this algorithm uses.
 ``pipeline_sampling: false`` gives RLlib's PPO step unchanged.
 """
 
