@@ -288,9 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_experiment_config(config_file)
         env_id = str(config["env"])
         env_config = dict(config.get("env_config") or {})
-        variants = (
-            {"shipped YAML": {}} if args.only_shipped else dict(STANDARD_VARIANTS)
-        )
+        variants = {"shipped YAML": {}} if args.only_shipped else dict(STANDARD_VARIANTS)
         variants.update(dict(args.variant))
         plan = [item for _ in range(args.repeats) for item in variants.items()]
         emulator = emulator_rate(env_id, env_config, args.emulator_seconds)
