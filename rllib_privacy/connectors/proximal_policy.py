@@ -1,9 +1,9 @@
 """Learner connector: PPO's decoupled objective for a batch sampled by an older policy.
 
 Hilton, Cobbe & Schulman, "Batch size-invariance for policy optimization" (2021,
-arXiv:2110.00641; NeurIPS 2022): PPO's clipped objective uses the behaviour policy π_behav (the one
-that acted) twice, as the centre of the clip and as the importance-sampling denominator. The
-decoupled objective keeps the importance weight against π_behav but clips around a
+arXiv:2110.00641; NeurIPS 2022): PPO's clipped objective uses the behaviour policy π_behav
+(the one that acted) twice, as the centre of the clip and as the importance-sampling
+denominator. The decoupled objective keeps the importance weight against π_behav but clips around a
 *proximal* policy π_prox, here the learner's policy at the start of the update::
 
     L(θ) = E_behav[ w · min(r_θ A, clip(r_θ, 1 − ε, 1 + ε) A) ],
