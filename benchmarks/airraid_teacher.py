@@ -59,6 +59,23 @@ def trainable_of(experiment: Path) -> str:
     return results[0].parent.name.split("_", 1)[0] if results else "?"
 
 
+#: PipelinedPPO's keys that change what trained the teacher when they are off.
+SWITCHES = ("pipeline_sampling", "pipeline_decoupled_objective")
+
+
+def trial_settings(experiment: Path) -> str:
+    """The algorithm, the switches turned off and the seed, from the trial's ``params.json``.
+
+    A ``--config`` override (e.g. another seed) is in the trial's parameters, not the YAML.
+    """
+    params_files = sorted(experiment.rglob("params.json"))
+    params = json.loads(params_files[0].read_text()) if params_files else {}
+    off = [f"{key}: false" for key in SWITCHES if params.get(key) is False]
+    name = " with ".join([trainable_of(experiment), ", ".join(off)]) if off else None
+    seed = params.get("seed", "?")
+    return f"{name or trainable_of(experiment)}, (64, 64), 4,000,000 env steps, seed {seed}"
+
+
 def read_curve(experiment: Path) -> tuple[list[tuple[float, float]], dict[str, Any]]:
     """((env steps, return) of every iteration that reported a return, the last result)."""
     results = sorted(experiment.rglob("result.json"))
@@ -187,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             "## AirRaid-ram teacher (`benchmarks/airraid_teacher.py`)",
             "",
             "- Teacher: `rllib train -f tuned_configs/kickstart_teacher_airraid.yaml` "
-            f"({trainable_of(args.experiment)}, (64, 64), 4,000,000 env steps, seed 0); table "
+            f"({trial_settings(args.experiment)}); table "
             "and plot: "
             f"`{command_line('benchmarks/airraid_teacher.py', argv)}`",
             f"- Machine: {machine_line()}",

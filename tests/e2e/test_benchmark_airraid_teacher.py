@@ -35,6 +35,24 @@ def test_the_table_names_the_algorithm_that_trained_the_teacher(
     assert bench.trainable_of(_experiment(tmp_path, trial, [1.0])) == trainable
 
 
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"seed": 2, "pipeline_sampling": False}, "PipelinedPPO with pipeline_sampling: false"),
+        ({"seed": 2, "pipeline_sampling": True}, "PipelinedPPO"),
+        ({"seed": 2}, "PipelinedPPO"),
+    ],
+)
+def test_the_table_names_the_trials_own_seed_and_switches(
+    bench: ModuleType, tmp_path: Path, params: dict[str, object], expected: str
+) -> None:
+    experiment = _experiment(tmp_path, "PipelinedPPO_x", [1.0])
+    (experiment / "PipelinedPPO_x" / "params.json").write_text(json.dumps(params))
+    assert bench.trial_settings(experiment) == (
+        f"{expected}, (64, 64), 4,000,000 env steps, seed 2"
+    )
+
+
 def test_iterations_without_an_ended_episode_carry_no_return(
     bench: ModuleType, tmp_path: Path
 ) -> None:
