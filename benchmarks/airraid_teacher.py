@@ -70,10 +70,11 @@ def trial_settings(experiment: Path) -> str:
     """
     params_files = sorted(experiment.rglob("params.json"))
     params = json.loads(params_files[0].read_text()) if params_files else {}
+    name = trainable_of(experiment)
     off = [f"{key}: false" for key in SWITCHES if params.get(key) is False]
-    name = " with ".join([trainable_of(experiment), ", ".join(off)]) if off else None
-    seed = params.get("seed", "?")
-    return f"{name or trainable_of(experiment)}, (64, 64), 4,000,000 env steps, seed {seed}"
+    if off:
+        name += " with " + ", ".join(off)
+    return f"{name}, (64, 64), 4,000,000 env steps, seed {params.get('seed', '?')}"
 
 
 def read_curve(experiment: Path) -> tuple[list[tuple[float, float]], dict[str, Any]]:
